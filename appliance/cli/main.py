@@ -1,0 +1,61 @@
+"""Entry point of the ``mirror`` command: argument parsing and error reporting.
+
+Every expected failure is a :class:`MirrorError`; it is printed as one line
+on stderr and the process exits non-zero, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from appliance.cli import models_cmd
+from appliance.errors import MirrorError
+
+logger = logging.getLogger(__name__)
+
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mirror", description="Face-swap mirror appliance")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    models_cmd.register(sub)
+    _register_optional(sub)
+    return parser
+
+
+def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Sub-commands that live in their own modules."""
+    from appliance.cli import bench_cmd, run_cmd, swap_cmd
+
+    swap_cmd.register(sub)
+    run_cmd.register(sub)
+    bench_cmd.register(sub)
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING - 10 * min(verbosity, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.handler(args) or 0)
+    except MirrorError as exc:
+        print(f"mirror: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("mirror: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

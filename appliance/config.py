@@ -1,0 +1,121 @@
+"""One validated settings model, loaded from and saved to a YAML file.
+
+Settings are frozen pydantic models: stages receive them as explicit
+arguments, and a new settings object is swapped in between frames.
+A bad file or value raises :class:`ConfigError` naming the key and value;
+saving is atomic, so the last good file survives any failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from appliance.errors import ConfigError
+from appliance.fileio import atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right", "top", "bottom"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LabelSettings(_Frozen):
+    text: str = Field(
+        "AI-generated",
+        min_length=1,
+        max_length=64,
+        description="Visible label on every frame that contains a swapped face.",
+    )
+    position: LabelPosition = Field("bottom-right", description="Where the label is drawn.")
+    size_fraction: float = Field(
+        0.06,
+        ge=0.05,
+        le=0.25,
+        description="Label text height as a fraction of the frame's shorter side (>= 5%).",
+    )
+
+
+class SwapSettings(_Frozen):
+    keep_eyes: bool = Field(True, description="Keep the visitor's own eyes (blinks show).")
+    keep_mouth: bool = Field(True, description="Keep the visitor's inner mouth (speech shows).")
+    blend: Literal["feather", "poisson"] = Field(
+        "feather", description="feather: fast alpha blend; poisson: seamlessClone, slower."
+    )
+    color_match: bool = Field(True, description="Match the source skin colour to the visitor.")
+    feather_fraction: float = Field(
+        0.08, gt=0.0, le=0.3, description="Mask feather width as a fraction of face size."
+    )
+
+
+class DetectorSettings(_Frozen):
+    model: Literal["short", "full"] = Field(
+        "short", description="short: near faces (BlazeFace short range); full: far/small faces."
+    )
+    min_score: float = Field(0.5, gt=0.0, lt=1.0, description="Detection score threshold.")
+    max_faces: int = Field(4, ge=1, le=16, description="At most this many faces per frame.")
+
+
+class Settings(_Frozen):
+    label: LabelSettings = Field(default_factory=LabelSettings)  # type: ignore[arg-type]
+    swap: SwapSettings = Field(default_factory=SwapSettings)  # type: ignore[arg-type]
+    detector: DetectorSettings = Field(default_factory=DetectorSettings)  # type: ignore[arg-type]
+
+
+def _describe(exc: ValidationError, origin: str) -> str:
+    parts = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        value = err.get("input")
+        parts.append(f"{key}={value!r}: {err['msg']}")
+    return f"invalid settings in {origin}: " + "; ".join(parts)
+
+
+def settings_from_dict(data: dict[str, Any], origin: str = "settings") -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin)) from exc
+
+
+def load_settings(path: Path) -> Settings:
+    """Load settings from ``path``; a missing file gives the defaults."""
+    if not path.exists():
+        logger.info("no config at %s, using defaults", path)
+        return Settings()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping, not {type(data).__name__}")
+    return settings_from_dict(data, str(path))
+
+
+def save_settings(path: Path, settings: Settings) -> None:
+    """Save atomically: on any failure the previous file stays as it was."""
+    text = yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    atomic_write_text(path, text, mode=0o600)
+
+
+def updated(settings: Settings, changes: dict[str, Any]) -> Settings:
+    """A copy of ``settings`` with nested ``changes`` applied and re-validated."""
+    merged = _deep_merge(settings.model_dump(mode="json"), changes)
+    return settings_from_dict(merged, "update")
+
+
+def _deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out

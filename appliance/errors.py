@@ -1,0 +1,60 @@
+"""One exception root for the appliance, with a leaf per kind of failure.
+
+Leaves also inherit the matching builtin so callers that only know the
+builtin still catch them. Every message says what went wrong and, where
+there is one, what to do about it: the CLI prints it as a single line.
+"""
+
+from __future__ import annotations
+
+
+class MirrorError(Exception):
+    """Root of every error the appliance raises on purpose."""
+
+
+class MirrorWarning(UserWarning):
+    """Root of warnings for degraded-but-working fallbacks."""
+
+
+class ConfigError(MirrorError, ValueError):
+    """A setting is missing, of the wrong type or out of range."""
+
+
+class ModelError(MirrorError):
+    """A model file cannot be used."""
+
+
+class ModelMissingError(ModelError, FileNotFoundError):
+    """A model file is not in the model cache."""
+
+
+class ModelHashError(ModelError, ValueError):
+    """A model file's sha256 does not match the pinned one."""
+
+
+class ModelFetchError(ModelError):
+    """A model package could not be downloaded or unpacked."""
+
+
+class BackendError(MirrorError, RuntimeError):
+    """An inference backend cannot load or run a model."""
+
+
+class BackendFallbackWarning(MirrorWarning):
+    """A faster backend was asked for and a slower one is used instead."""
+
+
+class InputError(MirrorError, ValueError):
+    """An input image or video cannot be read."""
+
+
+class NoFaceError(InputError):
+    """An image that must show a face shows none (or none usable)."""
+
+
+class SourceError(MirrorError, OSError):
+    """A frame source (camera, video, demo) cannot deliver frames."""
+
+
+class OutputError(MirrorError, OSError):
+    """An output file or sink cannot be written."""

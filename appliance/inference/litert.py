@@ -1,0 +1,85 @@
+"""LiteRT (TensorFlow Lite) CPU backend."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from appliance.errors import BackendError
+from appliance.inference.base import TensorSpec
+
+logger = logging.getLogger(__name__)
+
+
+def _spec(detail: dict[str, Any]) -> TensorSpec:
+    return TensorSpec(
+        name=str(detail["name"]),
+        shape=tuple(int(d) for d in detail["shape"]),
+        dtype=np.dtype(detail["dtype"]).name,
+    )
+
+
+class LiteRTModel:
+    """One interpreter; ``run`` is serialised because interpreters are not re-entrant."""
+
+    backend_name = "litert-cpu"
+
+    def __init__(self, path: Path, num_threads: int = 1) -> None:
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise BackendError(f"LiteRT is not installed ({exc}); pip install ai-edge-litert") from exc
+        self.path = path
+        try:
+            self._interp = Interpreter(model_path=str(path), num_threads=num_threads)
+            self._interp.allocate_tensors()
+        except (ValueError, RuntimeError) as exc:
+            raise BackendError(f"LiteRT cannot load {path}: {exc}") from exc
+        in_details = self._interp.get_input_details()
+        out_details = self._interp.get_output_details()
+        self._in_idx = [int(d["index"]) for d in in_details]
+        self._out_idx = [int(d["index"]) for d in out_details]
+        self._inputs = tuple(_spec(d) for d in in_details)
+        self._outputs = tuple(_spec(d) for d in out_details)
+        self._lock = threading.Lock()
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._outputs
+
+    def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
+        if len(feeds) != len(self._in_idx):
+            raise BackendError(f"{self.path.name}: expected {len(self._in_idx)} inputs, got {len(feeds)}")
+        with self._lock:
+            for idx, spec, value in zip(self._in_idx, self._inputs, feeds, strict=True):
+                if tuple(value.shape) != spec.shape:
+                    raise BackendError(
+                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, got {value.shape}"
+                    )
+                self._interp.set_tensor(idx, np.ascontiguousarray(value, dtype=np.float32))
+            self._interp.invoke()
+            return [np.array(self._interp.get_tensor(idx)) for idx in self._out_idx]
+
+    def close(self) -> None:
+        self._interp = None
+
+
+class LiteRTBackend:
+    name = "litert-cpu"
+
+    def __init__(self, num_threads: int = 1) -> None:
+        self.num_threads = num_threads
+
+    def load(self, path: Path) -> LiteRTModel:
+        logger.debug("loading %s with LiteRT (%d threads)", path, self.num_threads)
+        return LiteRTModel(path, self.num_threads)

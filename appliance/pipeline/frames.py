@@ -1,0 +1,22 @@
+"""The frame that flows through the pipeline, with its capture time and stage timings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+Image = npt.NDArray[np.uint8]
+
+
+@dataclass
+class Frame:
+    """One captured frame. ``image`` is HxWx3 uint8 BGR."""
+
+    image: Image
+    index: int
+    capture_ns: int
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    faces: int = 0
+    swapped: bool = False

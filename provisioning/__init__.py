@@ -1,0 +1,1 @@
+"""Installer tooling: provisioning, bundles, systemd units."""

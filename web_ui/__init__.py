@@ -1,0 +1,1 @@
+"""Admin web UI (Flask)."""
