@@ -64,9 +64,9 @@ class DetectorSettings(_Frozen):
 
 
 class Settings(_Frozen):
-    label: LabelSettings = Field(default_factory=LabelSettings)  # type: ignore[arg-type]
-    swap: SwapSettings = Field(default_factory=SwapSettings)  # type: ignore[arg-type]
-    detector: DetectorSettings = Field(default_factory=DetectorSettings)  # type: ignore[arg-type]
+    label: LabelSettings = Field(default_factory=LabelSettings)
+    swap: SwapSettings = Field(default_factory=SwapSettings)
+    detector: DetectorSettings = Field(default_factory=DetectorSettings)
 
 
 def _describe(exc: ValidationError, origin: str) -> str:

@@ -50,8 +50,10 @@ def _verify(args: argparse.Namespace) -> int:
             bad += 1
         print(line)
     if bad:
-        print(f"mirror: error: {bad} file(s) missing or corrupt; run `mirror models fetch`",
-              file=sys.stderr)
+        print(
+            f"mirror: error: {bad} file(s) missing or corrupt; run `mirror models fetch`",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

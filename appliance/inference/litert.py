@@ -34,7 +34,9 @@ class LiteRTModel:
         try:
             from ai_edge_litert.interpreter import Interpreter
         except ImportError as exc:  # pragma: no cover - dependency of the package
-            raise BackendError(f"LiteRT is not installed ({exc}); pip install ai-edge-litert") from exc
+            raise BackendError(
+                f"LiteRT is not installed ({exc}); pip install ai-edge-litert"
+            ) from exc
         self.path = path
         try:
             self._interp = Interpreter(model_path=str(path), num_threads=num_threads)
@@ -59,12 +61,15 @@ class LiteRTModel:
 
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
         if len(feeds) != len(self._in_idx):
-            raise BackendError(f"{self.path.name}: expected {len(self._in_idx)} inputs, got {len(feeds)}")
+            raise BackendError(
+                f"{self.path.name}: expected {len(self._in_idx)} inputs, got {len(feeds)}"
+            )
         with self._lock:
             for idx, spec, value in zip(self._in_idx, self._inputs, feeds, strict=True):
                 if tuple(value.shape) != spec.shape:
                     raise BackendError(
-                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, got {value.shape}"
+                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, "
+                        f"got {value.shape}"
                     )
                 self._interp.set_tensor(idx, np.ascontiguousarray(value, dtype=np.float32))
             self._interp.invoke()

@@ -56,7 +56,7 @@ def fetch(
     done = 0
     for package, group in todo.items():
         spec = store.manifest.packages[package]
-        for name, data in _package_files(package, spec, group, bundle_dir, say, report):
+        for name, data in _package_files(package, spec, group, bundle_dir, say=say, report=report):
             entry = group[name]
             _install(store, name, entry, data)
             done += 1
@@ -82,6 +82,7 @@ def _package_files(
     spec: PackageSpec,
     group: dict[str, Entry],
     bundle_dir: Path | None,
+    *,
     say: Progress,
     report: FetchReport,
 ) -> list[tuple[str, bytes]]:

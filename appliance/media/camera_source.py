@@ -1,0 +1,166 @@
+"""Frames from a V4L2 camera (a USB webcam or a CSI camera behind a V4L2 driver).
+
+Nothing is opened until ``start()``. The capture object comes from an
+injectable factory so tests can stand in a fake device. Reconnection after
+an unplug is not handled here: a failed read raises ``SourceError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import cv2
+
+from appliance.errors import ConfigError, SourceError
+from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
+from appliance.pipeline.frames import Frame
+
+logger = logging.getLogger(__name__)
+
+_VIDEO_NODE = re.compile(r"^/dev/video(\d+)$")
+
+
+class CaptureLike(Protocol):
+    """The part of ``cv2.VideoCapture`` a camera source uses."""
+
+    def isOpened(self) -> bool: ...  # noqa: N802 (OpenCV's name)
+
+    def read(self) -> tuple[bool, Any]: ...
+
+    def set(self, prop_id: int, value: float, /) -> bool: ...
+
+    def get(self, prop_id: int, /) -> float: ...
+
+    def release(self) -> None: ...
+
+
+CaptureFactory = Callable[[int | str, int], CaptureLike]
+
+
+def default_capture_factory(device: int | str, api_preference: int) -> CaptureLike:
+    """A real ``cv2.VideoCapture`` on ``device`` with the given backend."""
+    return cv2.VideoCapture(device, api_preference)
+
+
+def parse_device(device: int | str) -> int | str:
+    """An index for ``0``/``"0"``, the path itself for ``/dev/video0`` and the like."""
+    if isinstance(device, int):
+        return device
+    text = device.strip()
+    return int(text) if text.isdigit() else text
+
+
+def device_name(device: int | str) -> str:
+    return f"/dev/video{device}" if isinstance(device, int) else device
+
+
+def device_index(device: int | str) -> int | str:
+    """The V4L2 index to open: OpenCV's V4L2 backend opens by index, not by path.
+
+    ``/dev/videoN`` and links to it (``/dev/v4l/by-id/...``) give ``N``;
+    anything else is passed on unchanged.
+    """
+    if isinstance(device, int):
+        return device
+    match = _VIDEO_NODE.match(os.path.realpath(device)) or _VIDEO_NODE.match(device)
+    return int(match.group(1)) if match else device
+
+
+def _backend() -> int:
+    return int(cv2.CAP_V4L2) if sys.platform.startswith("linux") else int(cv2.CAP_ANY)
+
+
+def _fourcc_code(fourcc: str) -> int:
+    if len(fourcc) != 4:
+        raise ConfigError(f"camera FOURCC must be 4 characters, got {fourcc!r}")
+    return int(cv2.VideoWriter.fourcc(*fourcc))
+
+
+class CameraSource(FrameSource):
+    """A V4L2 camera by index (``0``, ``"0"``) or device path (``"/dev/video0"``).
+
+    The capture factory is called with the V4L2 index (see ``device_index``)
+    and the backend (``cv2.CAP_V4L2`` on Linux).
+
+    ``size``, ``fps`` and ``fourcc`` are requested at ``start()`` (with a one
+    frame driver buffer, for the lowest latency); ``size`` and ``fps`` then
+    hold what the driver granted. ``read(timeout_s)`` is best effort: the
+    driver's own timeout bounds a read, a late failure is a timeout.
+    """
+
+    def __init__(
+        self,
+        device: int | str,
+        size: tuple[int, int] = (640, 480),
+        fps: float = 30,
+        fourcc: str = "MJPG",
+        capture_factory: CaptureFactory = default_capture_factory,
+    ) -> None:
+        super().__init__(size=(int(size[0]), int(size[1])), fps=float(fps))
+        self.device = parse_device(device)
+        self.name = device_name(self.device)
+        self.fourcc = fourcc
+        self._fourcc_code = _fourcc_code(fourcc)
+        self._factory = capture_factory
+        self._cap: CaptureLike | None = None
+        self._cap_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CameraSource({self.name!r})"
+
+    def _on_start(self) -> None:
+        cap = self._factory(device_index(self.device), _backend())
+        if not cap.isOpened():
+            cap.release()
+            raise SourceError(self._open_failure())
+        self._configure(cap)
+        with self._cap_lock:
+            self._cap = cap
+
+    def _open_failure(self) -> str:
+        if sys.platform.startswith("linux") and not Path(self.name).exists():
+            return f"camera {self.name} not found (is it plugged in?)"
+        return f"camera {self.name} cannot be opened (busy, or not a capture device?)"
+
+    def _configure(self, cap: CaptureLike) -> None:
+        width, height = self.size
+        cap.set(cv2.CAP_PROP_FOURCC, self._fourcc_code)
+        cap.set(cv2.CAP_PROP_FRAME_WIDTH, width)
+        cap.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
+        cap.set(cv2.CAP_PROP_FPS, self.fps)
+        cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+        granted = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        granted_fps = cap.get(cv2.CAP_PROP_FPS)
+        if min(granted) > 0 and granted != self.size:
+            logger.warning("%s: asked for %sx%s, got %sx%s", self.name, *self.size, *granted)
+            self.size = granted
+        if granted_fps > 0 and abs(granted_fps - self.fps) > 0.5:
+            logger.warning("%s: asked for %s fps, got %s fps", self.name, self.fps, granted_fps)
+            self.fps = float(granted_fps)
+        logger.info("%s: %sx%s @ %s fps (%s)", self.name, *self.size, self.fps, self.fourcc)
+
+    def _on_stop(self) -> None:
+        with self._cap_lock:
+            cap, self._cap = self._cap, None
+        if cap is not None:
+            cap.release()
+
+    def _read(self, timeout_s: float | None) -> Frame | None:
+        began = time.monotonic()
+        with self._cap_lock:
+            if self._cap is None:
+                return None  # stopped by another thread
+            ok, image = self._cap.read()
+        if ok and image is not None and image.size > 0:
+            return self._make_frame(as_bgr(image))
+        if timeout_s is not None and time.monotonic() - began >= timeout_s:
+            raise FrameTimeoutError(f"camera {self.name}: no frame within {timeout_s} s")
+        raise SourceError(f"camera {self.name} stopped delivering frames (unplugged?)")

@@ -1,0 +1,27 @@
+"""The frame sink base class: started, written frame by frame, stopped, closed."""
+
+from __future__ import annotations
+
+import logging
+
+from appliance.media.lifecycle import Lifecycle
+from appliance.pipeline.frames import Frame
+
+logger = logging.getLogger(__name__)
+
+
+class FrameSink(Lifecycle):
+    """Consumes frames. ``write()`` before ``start()`` or after ``close()`` is an error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames_written = 0
+
+    def write(self, frame: Frame) -> None:
+        """Hand one frame to the sink."""
+        self._require_started("write")
+        self._write(frame)
+        self.frames_written += 1
+
+    def _write(self, frame: Frame) -> None:
+        raise NotImplementedError

@@ -1,0 +1,55 @@
+"""Build a ready frame processor from settings, the model store and an identity."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from appliance.config import Settings
+from appliance.inference.base import Backend
+from appliance.inference.litert import LiteRTBackend
+from appliance.modelstore import ModelStore
+from appliance.pipeline.processor import FrameProcessor
+from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.identity import Identity, enroll_file
+from appliance.vision.label import Labeler
+from appliance.vision.swap_geometric import GeometricSwapper
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_photo(spec: str, store: ModelStore) -> Path:
+    """A photo given as a manifest asset name (``grace_hopper``) or as a file path."""
+    entries = store.manifest.assets
+    if spec in entries and entries[spec].kind == "photo":
+        return store.path(spec)
+    return Path(spec)
+
+
+def build_analyzer(
+    settings: Settings, store: ModelStore, backend: Backend | None = None
+) -> FaceAnalyzer:
+    return FaceAnalyzer.from_store(
+        store,
+        backend or LiteRTBackend(),
+        kind=settings.detector.model,
+        min_score=settings.detector.min_score,
+        max_faces=settings.detector.max_faces,
+    )
+
+
+def build_processor(
+    settings: Settings,
+    store: ModelStore,
+    identity: str | None,
+    analyzer: FaceAnalyzer | None = None,
+    max_faces: int = 1,
+) -> FrameProcessor:
+    """Load the models, enroll the identity once, and assemble the processor."""
+    labeler = Labeler(settings.label, store.path("label_font"))
+    analyzer = analyzer or build_analyzer(settings, store)
+    enrolled: Identity | None = None
+    if identity is not None:
+        enrolled = enroll_file(resolve_photo(identity, store), analyzer)
+    swapper = GeometricSwapper(settings.swap)
+    return FrameProcessor(analyzer, swapper, labeler, enrolled, max_faces=max_faces)

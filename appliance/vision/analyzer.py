@@ -1,0 +1,108 @@
+"""Face analysis of one image: detect, confirm, then 478 landmarks per face."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from appliance.inference.base import Backend
+from appliance.modelstore import ModelStore
+from appliance.vision.detector import FaceDetector
+from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
+from appliance.vision.roi import roi_from_detection, roi_from_landmarks
+from appliance.vision.types import Detection, FaceLandmarks
+
+logger = logging.getLogger(__name__)
+
+VERIFY_CONTEXT = 2.2  # verifier crop side, in face-box sizes
+VERIFY_MIN_SCORE = 0.5
+
+
+class FaceVerifier:
+    """Confirms a candidate with a second, independent detector run on a crop around it.
+
+    The short-range BlazeFace alone fires on some animal faces; the full-range
+    model, run on the candidate's neighbourhood, does not.
+    """
+
+    def __init__(self, detector: FaceDetector) -> None:
+        self.detector = detector
+
+    def confirm(self, image: npt.NDArray[np.uint8], det: Detection) -> bool:
+        x0, y0, x1, y1 = det.box
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        half = max(x1 - x0, y1 - y0) * VERIFY_CONTEXT / 2
+        h, w = image.shape[:2]
+        left, top = max(0, int(cx - half)), max(0, int(cy - half))
+        right, bottom = min(w, int(cx + half) + 1), min(h, int(cy + half) + 1)
+        if right - left < 8 or bottom - top < 8:
+            return False
+        for found in self.detector.detect(image[top:bottom, left:right]):
+            fx = (found.box[0] + found.box[2]) / 2 + left
+            fy = (found.box[1] + found.box[3]) / 2 + top
+            if found.score >= VERIFY_MIN_SCORE and x0 <= fx <= x1 and y0 <= fy <= y1:
+                return True
+        return False
+
+
+@dataclass
+class FaceAnalyzer:
+    detector: FaceDetector
+    landmarks: LandmarkModel
+    verifier: FaceVerifier | None = None
+
+    @classmethod
+    def from_store(
+        cls,
+        store: ModelStore,
+        backend: Backend,
+        *,
+        kind: str = "short",
+        min_score: float | None = None,
+        max_faces: int = 4,
+        verify: bool = True,
+    ) -> FaceAnalyzer:
+        name = "face_detector_short" if kind == "short" else "face_detector_full"
+        detector = FaceDetector(backend.load(store.path(name)), kind, min_score, max_faces)
+        landmarks = LandmarkModel(backend.load(store.path("face_landmarks")))
+        verifier = None
+        if verify:
+            verifier = FaceVerifier(
+                FaceDetector(backend.load(store.path("face_detector_full")), "full", 0.3, 4)
+            )
+        return cls(detector, landmarks, verifier)
+
+    def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
+        found = self.detector.detect(image)
+        if self.verifier is None:
+            return found
+        return [d for d in found if self.verifier.confirm(image, d)]
+
+    def landmarks_for(
+        self, image: npt.NDArray[np.uint8], det: Detection, refine: bool = False
+    ) -> FaceLandmarks | None:
+        face = self.landmarks.run(image, roi_from_detection(det))
+        if refine and face.presence >= PRESENCE_THRESHOLD:
+            face = self.landmarks.run(image, roi_from_landmarks(face.points))
+        return face if face.presence >= PRESENCE_THRESHOLD else None
+
+    def analyze(self, image: npt.NDArray[np.uint8], refine: bool = False) -> list[FaceLandmarks]:
+        """Every confirmed face with usable landmarks, largest first."""
+        faces = [f for d in self.detect(image) if (f := self.landmarks_for(image, d, refine))]
+        return sorted(faces, key=lambda f: -f.roi.size)
+
+
+def decode_image(data: bytes) -> npt.NDArray[np.uint8] | None:
+    """Decode encoded image bytes to BGR, or None when they are not an image."""
+    buf = np.frombuffer(data, np.uint8)
+    if buf.size == 0:
+        return None
+    raw = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    if raw is None or not raw.size:
+        return None
+    image: npt.NDArray[np.uint8] = np.asarray(raw, np.uint8)
+    return image

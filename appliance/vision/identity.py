@@ -1,0 +1,102 @@
+"""Identity enrollment: analyse a source photo once, keep what the swap needs."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from appliance.errors import InputError, NoFaceError
+from appliance.vision.analyzer import FaceAnalyzer, decode_image
+from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
+from appliance.vision.triangulation import IntArray, delaunay
+from appliance.vision.types import FloatArray
+
+logger = logging.getLogger(__name__)
+
+MIN_EYE_DISTANCE_PX = 24.0
+TEXTURE_MARGIN = 0.25
+MAX_TEXTURE_SIDE = 512
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An enrolled source face: texture crop and its landmarks in texture pixels."""
+
+    name: str
+    texture: npt.NDArray[np.uint8]
+    points: FloatArray  # (478, 3)
+    triangles: IntArray  # (T, 3)
+
+
+def read_image(path: Path) -> npt.NDArray[np.uint8]:
+    """Read an image file, with a one-line error for every way it can fail."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if not path.is_file():
+        raise InputError(f"{path}: not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if not data:
+        raise InputError(f"{path}: empty file")
+    image = decode_image(data)
+    if image is None:
+        raise InputError(f"{path}: not a readable image (PNG, JPEG, BMP, WebP, TIFF)")
+    return image
+
+
+def enroll(
+    image: npt.NDArray[np.uint8], analyzer: FaceAnalyzer, name: str = "identity"
+) -> Identity:
+    """Analyse ``image`` and cache texture + landmarks; the largest face is used."""
+    faces = analyzer.analyze(image, refine=True)
+    if not faces:
+        raise NoFaceError(
+            f"{name}: no face found in the identity photo; use a clear, frontal photo"
+        )
+    face = faces[0]
+    eye_dist = float(np.linalg.norm(face.xy[RIGHT_EYE_EAR[0]] - face.xy[LEFT_EYE_EAR[3]]))
+    if eye_dist < MIN_EYE_DISTANCE_PX:
+        raise NoFaceError(
+            f"{name}: the face is too small ({eye_dist:.0f} px between the eyes, "
+            f"at least {MIN_EYE_DISTANCE_PX:.0f} needed); use a closer photo"
+        )
+    texture, points = _texture_crop(image, face.points)
+    logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
+    return Identity(name=name, texture=texture, points=points, triangles=delaunay(points))
+
+
+def enroll_file(path: Path, analyzer: FaceAnalyzer) -> Identity:
+    image = read_image(path)
+    try:
+        return enroll(image, analyzer, name=Path(path).stem)
+    except NoFaceError as exc:
+        raise NoFaceError(f"{path}: {str(exc).split(': ', 1)[1]}") from exc
+
+
+def _texture_crop(
+    image: npt.NDArray[np.uint8], points: FloatArray
+) -> tuple[npt.NDArray[np.uint8], FloatArray]:
+    xy = points[:, :2]
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    margin = (hi - lo) * TEXTURE_MARGIN
+    h, w = image.shape[:2]
+    x0, y0 = (max(0, int(v)) for v in lo - margin)
+    x1, y1 = int(min(w, hi[0] + margin[0] + 1)), int(min(h, hi[1] + margin[1] + 1))
+    crop = image[y0:y1, x0:x1]
+    local = points.copy()
+    local[:, :2] -= (x0, y0)
+    scale = min(1.0, MAX_TEXTURE_SIDE / max(crop.shape[:2]))
+    if scale < 1.0:
+        crop = np.asarray(
+            cv2.resize(crop, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA), np.uint8
+        )
+        local *= scale
+    return np.ascontiguousarray(crop), local.astype(np.float32)

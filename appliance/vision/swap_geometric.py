@@ -1,0 +1,171 @@
+"""The embedded geometric swapper: the enrolled face warped onto the visitor's mesh.
+
+Per face: rasterise the Delaunay triangles of the visitor's landmarks (far
+ones first, folded ones dropped) into a triangle-id map over the face's
+bounding box only, turn it into one dense source-coordinate map with each
+triangle's affine, ``cv2.remap`` the identity's texture through it, match
+colour, and blend through a feathered mask that leaves the visitor's own
+eyes and inner mouth.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from appliance.config import SwapSettings
+from appliance.vision.blend import alpha_blend, feather, match_colour, poisson_blend
+from appliance.vision.geometry2d import cross2
+from appliance.vision.identity import Identity
+from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, RIGHT_EYE
+from appliance.vision.types import FaceLandmarks, FloatArray
+
+logger = logging.getLogger(__name__)
+
+_SHIFT = 4  # sub-pixel bits for OpenCV polygon drawing
+_ONE = 1 << _SHIFT
+_MIN_FACE_PX = 12
+_OVAL = np.array(FACE_OVAL)
+_HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
+
+Image = npt.NDArray[np.uint8]
+
+
+class GeometricSwapper:
+    name = "geometric"
+
+    def __init__(self, settings: SwapSettings) -> None:
+        self.settings = settings
+
+    def swap(
+        self,
+        frame: Image,
+        face: FaceLandmarks,
+        identity: Identity,
+        timings_ms: dict[str, float] | None = None,
+        strength: float = 1.0,
+    ) -> bool:
+        """Swap one face in place; False when nothing was changed (face off-frame or tiny)."""
+        t0 = time.perf_counter()
+        box = _face_box(face.points, frame.shape, self.settings.feather_fraction)
+        if box is None:
+            return False
+        x0, y0, x1, y1 = box
+        local = face.points.copy()
+        local[:, :2] -= (x0, y0)
+        size = (x1 - x0, y1 - y0)
+        ids = _rasterise(local, identity, size)
+        warped = _warp(identity, local, ids)
+        t1 = time.perf_counter()
+        roi = frame[y0:y1, x0:x1]
+        mask = self._mask(local, ids, size)
+        if self.settings.color_match:
+            warped = match_colour(warped, roi, mask)
+        face_px = float(np.ptp(local[_OVAL, 1]))
+        alpha = feather(mask, int(face_px * self.settings.feather_fraction))
+        if strength < 1.0:
+            alpha = (alpha.astype(np.float32) * max(0.0, strength)).astype(np.uint8)
+        if self.settings.blend == "poisson":
+            poisson_blend(roi, warped, alpha)
+        else:
+            alpha_blend(roi, warped, alpha)
+        if timings_ms is not None:
+            timings_ms["warp"] = timings_ms.get("warp", 0.0) + (t1 - t0) * 1e3
+            timings_ms["blend"] = timings_ms.get("blend", 0.0) + (time.perf_counter() - t1) * 1e3
+        return bool(alpha.any())
+
+    def _mask(self, local: FloatArray, ids: npt.NDArray[np.uint16], size: tuple[int, int]) -> Image:
+        mask = np.zeros((size[1], size[0]), np.uint8)
+        cv2.fillPoly(mask, [_fixed(local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
+        mask[ids == 0] = 0
+        holes = []
+        if self.settings.keep_eyes:
+            holes += list(_HOLES["eyes"])
+        if self.settings.keep_mouth:
+            holes += list(_HOLES["mouth"])
+        for ring in holes:
+            cv2.fillPoly(mask, [_fixed(_grow(local[ring, :2], 1.25))], 0, cv2.LINE_8, _SHIFT)
+        return mask
+
+
+def _fixed(points: FloatArray) -> npt.NDArray[np.int32]:
+    return np.round(points * _ONE).astype(np.int32)
+
+
+def _grow(ring: FloatArray, factor: float) -> FloatArray:
+    centre = ring.mean(axis=0)
+    out: FloatArray = (ring - centre) * factor + centre
+    return out
+
+
+def _face_box(
+    points: FloatArray, shape: tuple[int, ...], feather_fraction: float
+) -> tuple[int, int, int, int] | None:
+    xy = points[_OVAL, :2]
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    if float((hi - lo).min()) < _MIN_FACE_PX:
+        return None
+    pad = 2
+    h, w = shape[:2]
+    x0, y0 = max(0, int(lo[0]) - pad), max(0, int(lo[1]) - pad)
+    x1, y1 = min(w, int(hi[0]) + pad + 1), min(h, int(hi[1]) + pad + 1)
+    if x1 - x0 < _MIN_FACE_PX or y1 - y0 < _MIN_FACE_PX:
+        return None
+    return x0, y0, x1, y1
+
+
+def _rasterise(
+    local: FloatArray, identity: Identity, size: tuple[int, int]
+) -> npt.NDArray[np.uint16]:
+    """Triangle id + 1 per pixel (0 = none); near triangles drawn last, folded ones skipped."""
+    tris = identity.triangles
+    dst = local[:, :2][tris]
+    src = identity.points[:, :2][tris]
+    dst_area = cross2(dst[:, 1] - dst[:, 0], dst[:, 2] - dst[:, 0])
+    src_area = cross2(src[:, 1] - src[:, 0], src[:, 2] - src[:, 0])
+    visible = (np.sign(dst_area) == np.sign(src_area)) & (np.abs(dst_area) > 0.05)
+    depth = local[:, 2][tris].mean(axis=1)
+    order = np.flatnonzero(visible)
+    order = order[np.argsort(-depth[order], kind="stable")]
+    ids = np.zeros((size[1], size[0]), np.uint16)
+    fixed = _fixed(dst)
+    for t in order:
+        cv2.fillConvexPoly(ids, fixed[t], int(t) + 1, cv2.LINE_8, _SHIFT)
+    return ids
+
+
+def _affines(identity: Identity, local: FloatArray) -> FloatArray:
+    """Per triangle, the 2x3 affine from frame (ROI) pixels to texture pixels."""
+    tris = identity.triangles
+    dst = local[:, :2][tris].astype(np.float64)
+    src = identity.points[:, :2][tris].astype(np.float64)
+    ones = np.ones((len(tris), 3, 1))
+    dst_h = np.concatenate([dst, ones], axis=2)  # (T, 3, 3): rows are points
+    det = np.linalg.det(dst_h)
+    dst_h[np.abs(det) < 1e-9] += np.eye(3) * 1e-3
+    solved = np.linalg.solve(dst_h, src)  # (T, 3, 2): [x y 1] @ M = src
+    return np.transpose(solved, (0, 2, 1)).astype(np.float32)
+
+
+def _warp(identity: Identity, local: FloatArray, ids: npt.NDArray[np.uint16]) -> Image:
+    affines = _affines(identity, local)
+    h, w = ids.shape
+    map_x = np.full((h, w), -1.0, np.float32)
+    map_y = np.full((h, w), -1.0, np.float32)
+    ys, xs = np.nonzero(ids)
+    if ys.size:
+        m = affines[ids[ys, xs].astype(np.intp) - 1]
+        fx, fy = xs.astype(np.float32), ys.astype(np.float32)
+        map_x[ys, xs] = m[:, 0, 0] * fx + m[:, 0, 1] * fy + m[:, 0, 2]
+        map_y[ys, xs] = m[:, 1, 0] * fx + m[:, 1, 1] * fy + m[:, 1, 2]
+    warped: Image = np.asarray(
+        cv2.remap(
+            identity.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        ),
+        np.uint8,
+    )
+    return warped

@@ -1,0 +1,249 @@
+"""The `mirror` command on real files, and every bad input as a one-line error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from appliance.media.stills import read_ai_metadata
+from appliance.modelstore import ModelStore
+
+MIRROR = [sys.executable, "-m", "appliance.cli.main"]
+
+
+def mirror(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MIRROR, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mirror:")]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def photos(store: ModelStore) -> dict[str, Path]:
+    return {"identity": store.path("grace_hopper"), "visitor": store.path("astronaut")}
+
+
+def test_swap_image_writes_labelled_still_with_metadata(
+    photos: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out.png"
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        photos["identity"],
+        "--input",
+        photos["visitor"],
+        "--output",
+        out,
+    )
+    assert proc.returncode == 0, proc.stderr
+    image = cv2.imread(str(out))
+    assert image.shape == cv2.imread(str(photos["visitor"])).shape
+    assert read_ai_metadata(out).get("ai_generated") == "true"
+
+
+def test_swap_video_with_progress(photos: dict[str, Path], tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 10, (512, 512))
+    visitor = cv2.imread(str(photos["visitor"]))
+    for shift in range(12):
+        writer.write(np.roll(visitor, shift * 2, axis=1))
+    writer.release()
+    out = tmp_path / "swapped.mp4"
+    proc = mirror("swap-video", "--identity", "grace_hopper", "--input", clip, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "12/12 frames" in proc.stderr
+    assert "12 with a swapped face" in proc.stdout
+    cap = cv2.VideoCapture(str(out))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 12
+    cap.release()
+
+
+def test_run_demo_for_some_frames_to_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "run.mp4"
+    proc = mirror("run", "--frames", "20", "--no-preview", "--output", out, "--fps", "200")
+    assert proc.returncode == 0, proc.stderr
+    assert "20 frames (20 swapped)" in proc.stdout
+
+
+def test_models_fetch_twice_downloads_nothing() -> None:
+    proc = mirror("models", "fetch")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 package(s) downloaded" in proc.stdout
+
+
+@pytest.fixture
+def bad_files(tmp_path: Path) -> dict[str, Path]:
+    text = tmp_path / "notes.jpg"
+    text.write_text("this is not an image\n")
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    truncated = tmp_path / "truncated.jpg"
+    _ok, jpeg = cv2.imencode(".jpg", np.full((64, 64, 3), 100, np.uint8))
+    truncated.write_bytes(jpeg.tobytes()[:40])
+    noface = tmp_path / "wall.png"
+    cv2.imwrite(str(noface), np.full((200, 200, 3), 180, np.uint8))
+    video = tmp_path / "broken.mp4"
+    video.write_bytes(os.urandom(4096))
+    return {"text": text, "empty": empty, "truncated": truncated, "noface": noface, "video": video}
+
+
+@pytest.mark.parametrize(
+    ("kind", "needle"),
+    [
+        ("text", "not a readable image"),
+        ("empty", "empty file"),
+        ("truncated", "not a readable image"),
+    ],
+)
+def test_bad_input_image(
+    bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path, kind: str, needle: str
+) -> None:
+    out = tmp_path / "o.png"
+    proc = mirror(
+        "swap-image", "--identity", photos["identity"], "--input", bad_files[kind], "--output", out
+    )
+    assert_one_line_error(proc, str(bad_files[kind]), needle)
+    assert not out.exists()
+
+
+def test_missing_input(photos: dict[str, Path], tmp_path: Path) -> None:
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        photos["identity"],
+        "--input",
+        tmp_path / "nope.jpg",
+        "--output",
+        tmp_path / "o.png",
+    )
+    assert_one_line_error(proc, "nope.jpg", "no such file")
+
+
+def test_identity_without_face(
+    bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path
+) -> None:
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        bad_files["noface"],
+        "--input",
+        photos["visitor"],
+        "--output",
+        tmp_path / "o.png",
+    )
+    assert_one_line_error(proc, "wall.png", "no face")
+
+
+def test_input_without_face(
+    bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path
+) -> None:
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        photos["identity"],
+        "--input",
+        bad_files["noface"],
+        "--output",
+        tmp_path / "o.png",
+    )
+    assert_one_line_error(proc, "no face")
+
+
+def test_video_that_cannot_be_opened(bad_files: dict[str, Path], tmp_path: Path) -> None:
+    proc = mirror(
+        "swap-video",
+        "--identity",
+        "grace_hopper",
+        "--input",
+        bad_files["video"],
+        "--output",
+        tmp_path / "o.mp4",
+    )
+    assert_one_line_error(proc, "broken.mp4")
+
+
+@pytest.mark.parametrize("command", ["swap-image", "swap-video"])
+def test_output_not_writable(photos: dict[str, Path], tmp_path: Path, command: str) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    source = photos["visitor"]
+    if command == "swap-video":
+        source = tmp_path / "clip.mp4"
+        writer = cv2.VideoWriter(str(source), cv2.VideoWriter_fourcc(*"mp4v"), 10, (64, 64))
+        writer.write(np.zeros((64, 64, 3), np.uint8))
+        writer.release()
+    suffix = ".png" if command == "swap-image" else ".mp4"
+    proc = mirror(
+        command,
+        "--identity",
+        photos["identity"],
+        "--input",
+        source,
+        "--output",
+        blocker / f"out{suffix}",
+    )
+    assert_one_line_error(proc, "cannot write")
+
+
+def test_corrupt_model_is_a_clear_error(
+    store: ModelStore, tmp_path: Path, photos: dict[str, Path]
+) -> None:
+    cache = tmp_path / "data" / "models"
+    cache.mkdir(parents=True)
+    for entry in store.manifest.entries().values():
+        (cache / entry.file).symlink_to(store.cache_dir / entry.file)
+    target = cache / "face_detector.tflite"
+    target.unlink()
+    target.write_bytes(b"\0" * 1024)
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        photos["identity"],
+        "--input",
+        photos["visitor"],
+        "--output",
+        tmp_path / "o.png",
+        env={"MIRROR_DATA_DIR": str(tmp_path / "data")},
+    )
+    assert_one_line_error(proc, "face_detector.tflite", "expected", "mirror models fetch")
+    verify = mirror("models", "verify", env={"MIRROR_DATA_DIR": str(tmp_path / "data")})
+    assert verify.returncode != 0 and "missing" in verify.stdout
+
+
+def test_bad_config_value(tmp_path: Path, photos: dict[str, Path]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("label:\n  size_fraction: 0.01\n")
+    proc = mirror(
+        "swap-image",
+        "--identity",
+        photos["identity"],
+        "--input",
+        photos["visitor"],
+        "--output",
+        tmp_path / "o.png",
+        "--config",
+        config,
+    )
+    assert_one_line_error(proc, "label.size_fraction", "0.01")

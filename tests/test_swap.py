@@ -1,0 +1,127 @@
+"""The geometric swap on real photos and a real video, and its label."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from appliance.config import Settings, updated
+from appliance.errors import NoFaceError
+from appliance.modelstore import ModelStore
+from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.frames import Frame
+from appliance.pipeline.processor import FrameProcessor
+from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.identity import enroll
+from appliance.vision.mesh import FACE_OVAL
+from tests.conftest import shared_media
+
+
+@pytest.fixture(scope="module")
+def analyzer(store: ModelStore) -> FaceAnalyzer:
+    return build_analyzer(Settings(), store)
+
+
+def make_processor(
+    store: ModelStore, analyzer: FaceAnalyzer, settings: Settings | None = None
+) -> FrameProcessor:
+    return build_processor(settings or Settings(), store, "grace_hopper", analyzer=analyzer)
+
+
+def swap_once(processor: FrameProcessor, image: np.ndarray) -> Frame:
+    processor.reset()
+    return processor.process(Frame(image=image.copy(), index=0, capture_ns=0))
+
+
+def face_mask(analyzer: FaceAnalyzer, image: np.ndarray, grow_px: int) -> np.ndarray:
+    face = analyzer.analyze(image)[0]
+    mask = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillPoly(mask, [np.round(face.xy[list(FACE_OVAL)]).astype(np.int32)], 255)
+    kernel = np.ones((2 * grow_px + 1, 2 * grow_px + 1), np.uint8)
+    return cv2.dilate(mask, kernel) if grow_px > 0 else cv2.erode(mask, np.ones((9, 9), np.uint8))
+
+
+@pytest.mark.parametrize("blend", ["feather", "poisson"])
+def test_only_face_and_label_change(
+    store: ModelStore, analyzer: FaceAnalyzer, astronaut: np.ndarray, blend: str
+) -> None:
+    settings = updated(Settings(), {"swap": {"blend": blend}})
+    processor = make_processor(store, analyzer, settings)
+    frame = swap_once(processor, astronaut)
+    out = frame.image
+    assert frame.swapped and frame.faces == 1
+    assert out.shape == astronaut.shape and out.dtype == astronaut.dtype
+    changed = np.any(out != astronaut, axis=2)
+    allowed = face_mask(analyzer, astronaut, grow_px=3) > 0
+    x0, y0, x1, y1 = processor.labeler.region(out.shape)
+    allowed[y0:y1, x0:x1] = True
+    assert not np.any(changed & ~allowed), "pixels outside face and label changed"
+    inside = face_mask(analyzer, astronaut, grow_px=0) > 0
+    assert changed[inside].mean() > 0.6, "the face itself hardly changed"
+    assert changed[y0:y1, x0:x1].mean() > 0.3, "no label drawn"
+
+
+def test_keeps_visitor_eyes_when_asked(
+    store: ModelStore, analyzer: FaceAnalyzer, astronaut: np.ndarray
+) -> None:
+    face = analyzer.analyze(astronaut)[0]
+    centre = np.round(face.xy[468]).astype(int)  # an iris centre
+    patch = (slice(centre[1] - 1, centre[1] + 2), slice(centre[0] - 1, centre[0] + 2))
+    kept = swap_once(make_processor(store, analyzer), astronaut).image
+    assert np.array_equal(kept[patch], astronaut[patch])
+    replaced_settings = updated(Settings(), {"swap": {"keep_eyes": False}})
+    replaced = swap_once(make_processor(store, analyzer, replaced_settings), astronaut).image
+    assert not np.array_equal(replaced[patch], astronaut[patch])
+
+
+def test_no_face_no_swap_no_label(store: ModelStore, analyzer: FaceAnalyzer) -> None:
+    blank = np.full((480, 640, 3), 90, np.uint8)
+    frame = swap_once(make_processor(store, analyzer), blank)
+    assert not frame.swapped and frame.faces == 0
+    assert np.array_equal(frame.image, blank)
+
+
+def test_identity_photo_without_face_is_refused(analyzer: FaceAnalyzer) -> None:
+    with pytest.raises(NoFaceError, match="no face"):
+        enroll(np.full((300, 300, 3), 200, np.uint8), analyzer, "blank")
+
+
+def test_black_and_white_identity_takes_visitor_colour(
+    analyzer: FaceAnalyzer, store: ModelStore
+) -> None:
+    einstein = cv2.imread(str(shared_media("portrait_einstein_bw.jpg")))
+    visitor = cv2.imread(str(shared_media("portrait_woman_outdoor.jpg")))
+    processor = make_processor(store, analyzer)
+    processor.identity = enroll(einstein, analyzer, "einstein")
+    out = swap_once(processor, visitor).image
+    inside = face_mask(analyzer, visitor, grow_px=0) > 0
+    chroma_before = cv2.cvtColor(visitor, cv2.COLOR_BGR2LAB)[inside][:, 1:].astype(float)
+    chroma_after = cv2.cvtColor(out, cv2.COLOR_BGR2LAB)[inside][:, 1:].astype(float)
+    assert np.abs(chroma_after.mean(axis=0) - chroma_before.mean(axis=0)).max() < 6
+
+
+def test_every_face_frame_of_talking_man_is_swapped(
+    store: ModelStore, analyzer: FaceAnalyzer
+) -> None:
+    capture = cv2.VideoCapture(str(shared_media("talking_man_greenscreen.mp4")))
+    processor = make_processor(store, analyzer)
+    label_box = None
+    frames = with_face = 0
+    while True:
+        ok, image = capture.read()
+        if not ok:
+            break
+        original = image.copy()
+        frame = processor.process(Frame(image=image, index=frames, capture_ns=frames))
+        has_face = bool(analyzer.analyze(original))
+        with_face += int(has_face)
+        if has_face:
+            assert frame.swapped, f"frame {frames} has a face but was not swapped"
+        if frame.swapped:
+            label_box = processor.labeler.region(image.shape)
+            x0, y0, x1, y1 = label_box
+            assert np.any(frame.image[y0:y1, x0:x1] != original[y0:y1, x0:x1]), "unlabelled"
+        frames += 1
+    capture.release()
+    assert frames == 78 and with_face == 78
