@@ -247,3 +247,37 @@ def test_bad_config_value(tmp_path: Path, photos: dict[str, Path]) -> None:
         config,
     )
     assert_one_line_error(proc, "label.size_fraction", "0.01")
+
+
+def test_run_serves_the_labelled_preview(tmp_path: Path) -> None:
+    """`mirror run` prints the preview URL and serves labelled JPEG frames there."""
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [*MIRROR, "run", "--port", "0", "--frames", "150"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "preview at http://127.0.0.1:" in line, line
+        url = line.split("preview at ")[1].split()[0]
+        image = None
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(url + "frame.jpg", timeout=5) as response:
+                    data = response.read()
+                image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+                break
+            except OSError:
+                import time
+
+                time.sleep(0.1)
+        assert image is not None and image.shape == (480, 640, 3)
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert "stream.mjpg" in response.read().decode()
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0

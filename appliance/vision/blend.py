@@ -10,50 +10,78 @@ Image = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.uint8]
 
 _STD_RATIO_RANGE = (0.5, 2.0)
-_SAMPLE_STEP = 2
+
+
+# BGR -> YCrCb (full range, as OpenCV's COLOR_BGR2YCrCb): an affine map, so a
+# per-channel gain and offset in YCrCb is one 3x4 matrix on BGR pixels.
+_BGR2YCC = np.array(
+    [[0.114, 0.587, 0.299], [-0.0813, -0.4187, 0.5], [0.5, -0.3313, -0.1687]], np.float64
+)
+_YCC2BGR = np.linalg.inv(_BGR2YCC)
+_CHROMA_OFFSET = np.array([0.0, 128.0, 128.0])
+_STATS_SIDE = 96  # colour statistics are taken on a thumbnail of this size
+
+
+def _ycc_stats(image: Image, mask: Mask) -> tuple[np.ndarray, np.ndarray] | None:
+    h, w = mask.shape
+    scale = min(1.0, _STATS_SIDE / max(h, w))
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    core = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST) > 127
+    if int(core.sum()) < 16:
+        return None
+    pixels = small[core].astype(np.float64) @ _BGR2YCC.T
+    return pixels.mean(axis=0), pixels.std(axis=0) + 1e-3
 
 
 def match_colour(warped: Image, target: Image, mask: Mask) -> Image:
-    """Reinhard transfer in Lab: the warped face takes the target's skin mean and contrast.
+    """Reinhard-style transfer in YCrCb: the warped face takes the target's mean and contrast.
 
-    A grey (black-and-white) source takes the visitor's chroma, so it never
-    shows a grey face on a coloured neck.
+    Done as one affine colour transform of the BGR pixels, with statistics from
+    thumbnails. A grey (black-and-white) source takes the visitor's chroma, so
+    it never shows a grey face on a coloured neck.
     """
-    core = mask[::_SAMPLE_STEP, ::_SAMPLE_STEP] > 127
-    if int(core.sum()) < 16:
+    src = _ycc_stats(warped, mask)
+    dst = _ycc_stats(target, mask)
+    if src is None or dst is None:
         return warped
-    src_lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
-    dst_lab = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)
-    src_px = src_lab[::_SAMPLE_STEP, ::_SAMPLE_STEP][core].astype(np.float32)
-    dst_px = dst_lab[::_SAMPLE_STEP, ::_SAMPLE_STEP][core].astype(np.float32)
-    src_mean, src_std = src_px.mean(axis=0), src_px.std(axis=0) + 1e-3
-    dst_mean, dst_std = dst_px.mean(axis=0), dst_px.std(axis=0) + 1e-3
-    ratio = np.clip(dst_std / src_std, *_STD_RATIO_RANGE)
-    gain = ratio.astype(np.float32)
-    offset = (dst_mean - src_mean * ratio).astype(np.float32)
-    lab = src_lab.astype(np.float32) * gain + offset
-    out: Image = cv2.cvtColor(np.clip(lab, 0, 255).astype(np.uint8), cv2.COLOR_LAB2BGR)
+    ratio = np.clip(dst[1] / src[1], *_STD_RATIO_RANGE)
+    offset = dst[0] - src[0] * ratio
+    linear = _YCC2BGR @ np.diag(ratio) @ _BGR2YCC
+    matrix = np.hstack([linear, (_YCC2BGR @ offset)[:, None]]).astype(np.float32)
+    out: Image = np.asarray(cv2.transform(warped, matrix), np.uint8)
     return out
 
 
 def feather(mask: Mask, width_px: int) -> Mask:
-    """Erode by half the width, then blur: 255 inside, a soft edge, 0 outside the mask."""
+    """Erode by half the width, then blur: 255 inside, a soft edge, 0 outside the mask.
+
+    Wide feathers are computed on a downscaled mask: the edge is smooth anyway.
+    """
     width_px = max(1, width_px)
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width_px | 1, width_px | 1))
-    inner = cv2.erode(mask, kernel)
-    blur = (width_px * 2) | 1
-    soft: Mask = np.minimum(cv2.GaussianBlur(inner, (blur, blur), 0), mask)
-    return soft
+    factor = max(1, width_px // 6)
+    h, w = mask.shape
+    small = mask
+    if factor > 1:
+        small = cv2.resize(
+            mask, (max(1, w // factor), max(1, h // factor)), interpolation=cv2.INTER_AREA
+        )
+    width = max(1, round(width_px / factor))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width | 1, width | 1))
+    inner = cv2.erode(small, kernel)
+    blur = (width * 2) | 1
+    soft = cv2.GaussianBlur(inner, (blur, blur), 0)
+    if factor > 1:
+        soft = cv2.resize(soft, (w, h), interpolation=cv2.INTER_LINEAR)
+    out: Mask = np.minimum(np.asarray(soft, np.uint8), mask)
+    return out
 
 
 def alpha_blend(dst: Image, src: Image, alpha: Mask) -> None:
-    """In place: dst = src * a + dst * (1 - a), only where a > 0."""
-    ys, xs = np.nonzero(alpha)
-    if ys.size == 0:
-        return
-    a = alpha[ys, xs].astype(np.float32)[:, None] * (1.0 / 255.0)
-    mixed = src[ys, xs].astype(np.float32) * a + dst[ys, xs].astype(np.float32) * (1.0 - a)
-    dst[ys, xs] = (mixed + 0.5).astype(np.uint8)
+    """In place: dst = src * a + dst * (1 - a)."""
+    weight = alpha.astype(np.float32) * (1.0 / 255.0)
+    mixed = cv2.blendLinear(src, dst, weight, 1.0 - weight)
+    np.copyto(dst, mixed)
 
 
 def poisson_blend(dst: Image, src: Image, mask: Mask) -> None:

@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 _SHIFT = 4  # sub-pixel bits for OpenCV polygon drawing
 _ONE = 1 << _SHIFT
 _MIN_FACE_PX = 12
+_MAP_STEP = 2  # coarse-grid step for the source map of large faces
+_MAP_STEP_MIN_PX = 96
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
 
@@ -58,11 +60,10 @@ class GeometricSwapper:
         local = face.points.copy()
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
-        ids = _rasterise(local, identity, size)
-        warped = _warp(identity, local, ids)
+        warped, covered = _warp_face(identity, local, size)
         t1 = time.perf_counter()
         roi = frame[y0:y1, x0:x1]
-        mask = self._mask(local, ids, size)
+        mask = self._mask(local, covered, size)
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask)
         face_px = float(np.ptp(local[_OVAL, 1]))
@@ -78,10 +79,10 @@ class GeometricSwapper:
             timings_ms["blend"] = timings_ms.get("blend", 0.0) + (time.perf_counter() - t1) * 1e3
         return bool(alpha.any())
 
-    def _mask(self, local: FloatArray, ids: npt.NDArray[np.uint16], size: tuple[int, int]) -> Image:
+    def _mask(self, local: FloatArray, covered: Image, size: tuple[int, int]) -> Image:
         mask = np.zeros((size[1], size[0]), np.uint8)
         cv2.fillPoly(mask, [_fixed(local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
-        mask[ids == 0] = 0
+        mask[covered == 0] = 0
         holes = []
         if self.settings.keep_eyes:
             holes += list(_HOLES["eyes"])
@@ -151,7 +152,41 @@ def _affines(identity: Identity, local: FloatArray) -> FloatArray:
     return np.transpose(solved, (0, 2, 1)).astype(np.float32)
 
 
-def _warp(identity: Identity, local: FloatArray, ids: npt.NDArray[np.uint16]) -> Image:
+def _warp_face(identity: Identity, local: FloatArray, size: tuple[int, int]) -> tuple[Image, Image]:
+    """The identity texture warped onto the ROI, and where any triangle covers it.
+
+    The piecewise-affine map is continuous, so for large faces it is computed
+    on a grid ``_MAP_STEP`` times coarser and interpolated: the texture is still
+    sampled once per output pixel.
+    """
+    w, h = size
+    step = _MAP_STEP if min(w, h) >= _MAP_STEP_MIN_PX else 1
+    if step == 1:
+        ids = _rasterise(local, identity, size)
+        map_x, map_y = _maps(identity, local, ids)
+    else:
+        coarse = local.copy()
+        coarse[:, :2] = (local[:, :2] + 0.5) / step - 0.5
+        small = (-(-w // step), -(-h // step))
+        ids = _rasterise(coarse, identity, small)
+        map_x, map_y = _maps(identity, coarse, ids)
+        map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
+        map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
+        ids = cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST)
+    warped: Image = np.asarray(
+        cv2.remap(
+            identity.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        ),
+        np.uint8,
+    )
+    covered: Image = (ids > 0).astype(np.uint8)
+    return warped, covered
+
+
+def _maps(
+    identity: Identity, local: FloatArray, ids: npt.NDArray[np.uint16]
+) -> tuple[FloatArray, FloatArray]:
+    """Per pixel, the texture coordinates of its triangle's affine (-1 where none)."""
     affines = _affines(identity, local)
     h, w = ids.shape
     map_x = np.full((h, w), -1.0, np.float32)
@@ -162,10 +197,4 @@ def _warp(identity: Identity, local: FloatArray, ids: npt.NDArray[np.uint16]) ->
         fx, fy = xs.astype(np.float32), ys.astype(np.float32)
         map_x[ys, xs] = m[:, 0, 0] * fx + m[:, 0, 1] * fy + m[:, 0, 2]
         map_y[ys, xs] = m[:, 1, 0] * fx + m[:, 1, 1] * fy + m[:, 1, 2]
-    warped: Image = np.asarray(
-        cv2.remap(
-            identity.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-        ),
-        np.uint8,
-    )
-    return warped
+    return map_x, map_y
