@@ -63,16 +63,16 @@ def feather(mask: Mask, width_px: int) -> Mask:
     h, w = mask.shape
     small = mask
     if factor > 1:
-        small = cv2.resize(
-            mask, (max(1, w // factor), max(1, h // factor)), interpolation=cv2.INTER_AREA
-        )
+        small_size = (max(1, w // factor), max(1, h // factor))
+        shrunk = cv2.resize(mask, small_size, interpolation=cv2.INTER_AREA)
+        small = np.asarray(shrunk, np.uint8)
     width = max(1, round(width_px / factor))
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width | 1, width | 1))
     inner = cv2.erode(small, kernel)
     blur = (width * 2) | 1
     soft = cv2.GaussianBlur(inner, (blur, blur), 0)
     if factor > 1:
-        soft = cv2.resize(soft, (w, h), interpolation=cv2.INTER_LINEAR)
+        soft = np.asarray(cv2.resize(soft, (w, h), interpolation=cv2.INTER_LINEAR), np.uint8)
     out: Mask = np.minimum(np.asarray(soft, np.uint8), mask)
     return out
 

@@ -170,9 +170,9 @@ def _warp_face(identity: Identity, local: FloatArray, size: tuple[int, int]) -> 
         small = (-(-w // step), -(-h // step))
         ids = _rasterise(coarse, identity, small)
         map_x, map_y = _maps(identity, coarse, ids)
-        map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
-        map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
-        ids = cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST)
+        map_x = np.asarray(cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR), np.float32)
+        map_y = np.asarray(cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR), np.float32)
+        ids = np.asarray(cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST), np.uint16)
     warped: Image = np.asarray(
         cv2.remap(
             identity.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
