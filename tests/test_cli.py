@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -30,6 +31,14 @@ def mirror(
     )
 
 
+def swap_image(
+    identity: str | Path, source: str | Path, output: str | Path, *extra: str | Path, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    return mirror(
+        "swap-image", "--identity", identity, "--input", source, "--output", output, *extra, **kw
+    )
+
+
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
     assert proc.returncode != 0
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mirror:")]
@@ -48,15 +57,7 @@ def test_swap_image_writes_labelled_still_with_metadata(
     photos: dict[str, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "out.png"
-    proc = mirror(
-        "swap-image",
-        "--identity",
-        photos["identity"],
-        "--input",
-        photos["visitor"],
-        "--output",
-        out,
-    )
+    proc = swap_image(photos["identity"], photos["visitor"], out)
     assert proc.returncode == 0, proc.stderr
     image = cv2.imread(str(out))
     assert image.shape == cv2.imread(str(photos["visitor"])).shape
@@ -121,53 +122,27 @@ def test_bad_input_image(
     bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path, kind: str, needle: str
 ) -> None:
     out = tmp_path / "o.png"
-    proc = mirror(
-        "swap-image", "--identity", photos["identity"], "--input", bad_files[kind], "--output", out
-    )
+    proc = swap_image(photos["identity"], bad_files[kind], out)
     assert_one_line_error(proc, str(bad_files[kind]), needle)
     assert not out.exists()
 
 
 def test_missing_input(photos: dict[str, Path], tmp_path: Path) -> None:
-    proc = mirror(
-        "swap-image",
-        "--identity",
-        photos["identity"],
-        "--input",
-        tmp_path / "nope.jpg",
-        "--output",
-        tmp_path / "o.png",
-    )
+    proc = swap_image(photos["identity"], tmp_path / "nope.jpg", tmp_path / "o.png")
     assert_one_line_error(proc, "nope.jpg", "no such file")
 
 
 def test_identity_without_face(
     bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path
 ) -> None:
-    proc = mirror(
-        "swap-image",
-        "--identity",
-        bad_files["noface"],
-        "--input",
-        photos["visitor"],
-        "--output",
-        tmp_path / "o.png",
-    )
+    proc = swap_image(bad_files["noface"], photos["visitor"], tmp_path / "o.png")
     assert_one_line_error(proc, "wall.png", "no face")
 
 
 def test_input_without_face(
     bad_files: dict[str, Path], photos: dict[str, Path], tmp_path: Path
 ) -> None:
-    proc = mirror(
-        "swap-image",
-        "--identity",
-        photos["identity"],
-        "--input",
-        bad_files["noface"],
-        "--output",
-        tmp_path / "o.png",
-    )
+    proc = swap_image(photos["identity"], bad_files["noface"], tmp_path / "o.png")
     assert_one_line_error(proc, "no face")
 
 
@@ -217,13 +192,9 @@ def test_corrupt_model_is_a_clear_error(
     target = cache / "face_detector.tflite"
     target.unlink()
     target.write_bytes(b"\0" * 1024)
-    proc = mirror(
-        "swap-image",
-        "--identity",
+    proc = swap_image(
         photos["identity"],
-        "--input",
         photos["visitor"],
-        "--output",
         tmp_path / "o.png",
         env={"MIRROR_DATA_DIR": str(tmp_path / "data")},
     )
@@ -235,17 +206,7 @@ def test_corrupt_model_is_a_clear_error(
 def test_bad_config_value(tmp_path: Path, photos: dict[str, Path]) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("label:\n  size_fraction: 0.01\n")
-    proc = mirror(
-        "swap-image",
-        "--identity",
-        photos["identity"],
-        "--input",
-        photos["visitor"],
-        "--output",
-        tmp_path / "o.png",
-        "--config",
-        config,
-    )
+    proc = swap_image(photos["identity"], photos["visitor"], tmp_path / "o.png", "--config", config)
     assert_one_line_error(proc, "label.size_fraction", "0.01")
 
 
