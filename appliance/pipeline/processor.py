@@ -1,24 +1,24 @@
 """One frame's way through analysis, swap and label, with per-stage timings.
 
 This is the synchronous core; the threaded runner calls the same ``process``.
-Faces are followed from frame to frame by their landmarks and re-detected
-every ``redetect_every`` frames or when a face is lost.
+Faces are followed from frame to frame by a ``Tracker`` (stable ids, One Euro
+smoothed landmarks) that re-detects every ``redetect_every`` frames or when a
+face is lost.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 from appliance.pipeline.frames import Frame, Image
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
-from appliance.vision.landmarks import PRESENCE_THRESHOLD
-from appliance.vision.roi import roi_from_detection, roi_from_landmarks
+from appliance.vision.one_euro import OneEuroParams
 from appliance.vision.swap_geometric import GeometricSwapper
-from appliance.vision.types import FaceLandmarks, Roi
+from appliance.vision.tracker import Policy, Track, Tracker
+from appliance.vision.types import FaceLandmarks
 
 logger = logging.getLogger(__name__)
 
@@ -29,20 +29,62 @@ def _add(timings: dict[str, float], stage: str, start: float) -> float:
     return now
 
 
-@dataclass
+def _policy(max_faces: int) -> Policy:
+    return "largest" if max_faces <= 1 else "all"
+
+
 class FrameProcessor:
-    analyzer: FaceAnalyzer
-    swapper: GeometricSwapper
-    labeler: Labeler
-    identity: Identity | None
-    max_faces: int = 1
-    redetect_every: int = 5
-    _rois: list[Roi] = field(default_factory=list)
-    _since_detect: int = 0
+    """Finds and follows faces, swaps them for the identity and labels the frame."""
+
+    def __init__(
+        self,
+        analyzer: FaceAnalyzer,
+        swapper: GeometricSwapper,
+        labeler: Labeler,
+        identity: Identity | None,
+        *,
+        max_faces: int = 1,
+        redetect_every: int = 5,
+        smoothing: OneEuroParams | None = None,
+    ) -> None:
+        self.analyzer = analyzer
+        self.swapper = swapper
+        self.labeler = labeler
+        self.identity = identity
+        self.tracker = Tracker(
+            analyzer,
+            detect_every=redetect_every,
+            policy=_policy(max_faces),
+            max_faces=max_faces,
+            smoothing=smoothing,
+        )
+
+    @property
+    def max_faces(self) -> int:
+        return self.tracker.max_faces
+
+    @max_faces.setter
+    def max_faces(self, value: int) -> None:
+        self.tracker.max_faces = value
+        self.tracker.policy = _policy(value)
+
+    @property
+    def redetect_every(self) -> int:
+        """Frames between full detections (the tracker's ``detect_every``)."""
+        return self.tracker.detect_every
+
+    @redetect_every.setter
+    def redetect_every(self, value: int) -> None:
+        self.tracker.detect_every = value
+
+    @property
+    def tracks(self) -> list[Track]:
+        """The faces followed in the last frame, largest first."""
+        return self.tracker.tracks
 
     def process(self, frame: Frame) -> Frame:
         timings = frame.timings_ms
-        faces = self.find_faces(frame.image, timings)
+        faces = self.find_faces(frame.image, timings, frame.capture_ns)
         frame.faces = len(faces)
         swapped = False
         if self.identity is not None:
@@ -55,33 +97,15 @@ class FrameProcessor:
             _add(timings, "label", start)
         return frame
 
-    def find_faces(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
-        start = time.perf_counter()
-        faces = (
-            self._follow(image) if self._rois and self._since_detect < self.redetect_every else []
-        )
-        start = _add(timings, "landmarks", start) if faces else start
-        if not faces:
-            detections = self.analyzer.detect(image)[: self.max_faces]
-            start = _add(timings, "detect", start)
-            rois = [roi_from_detection(d) for d in detections]
-            faces = [
-                f
-                for r in rois
-                if (f := self.analyzer.landmarks.run(image, r)).presence >= PRESENCE_THRESHOLD
-            ]
-            _add(timings, "landmarks", start)
-            self._since_detect = 0
-        self._since_detect += 1
-        self._rois = [roi_from_landmarks(f.points) for f in faces]
-        return faces
+    def find_faces(
+        self, image: Image, timings: dict[str, float], timestamp_ns: int | None = None
+    ) -> list[FaceLandmarks]:
+        """The smoothed landmarks of the followed faces, largest first.
 
-    def _follow(self, image: Image) -> list[FaceLandmarks]:
-        faces = [self.analyzer.landmarks.run(image, roi) for roi in self._rois]
-        if any(f.presence < PRESENCE_THRESHOLD for f in faces):
-            return []
-        return faces
+        ``timestamp_ns`` is the capture time (monotonic); now when not given.
+        """
+        stamp = time.monotonic_ns() if timestamp_ns is None else timestamp_ns
+        return [t.landmarks for t in self.tracker.update(image, stamp, timings)]
 
     def reset(self) -> None:
-        self._rois = []
-        self._since_detect = 0
+        self.tracker.reset()

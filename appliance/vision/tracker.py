@@ -1,0 +1,300 @@
+"""Faces followed from frame to frame, with stable ids and smoothed landmarks.
+
+A full detection runs every ``detect_every`` frames, and at once whenever
+there is no track or a track is lost (landmark presence below threshold).
+Between detections each track's crop follows its own previous frame's raw
+landmarks (``roi_from_landmarks``), moved on by the face's last
+frame-to-frame motion; that is cheaper than detecting and better aligned
+than a detection box.
+
+On a detection frame, detections are matched to tracks by the distance of
+their centres (in face sizes), so ids stay stable; a matched track keeps the
+landmarks it followed this frame (or gets fresh ones from the detection when
+following failed), a detection nobody matched starts a new track with a new
+id, and a track no detection matched is dropped.
+
+Landmarks are smoothed per track by a One Euro filter whose speed is
+measured in inter-ocular distances per second, so one set of parameters
+suits near and far faces. ``update`` returns the same ``Track`` objects
+frame after frame, updated in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.landmarks import PRESENCE_THRESHOLD
+from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
+from appliance.vision.roi import roi_from_detection, roi_from_landmarks
+from appliance.vision.types import Detection, FaceLandmarks, FloatArray, Roi
+
+logger = logging.getLogger(__name__)
+
+Policy = Literal["largest", "all"]
+Box = tuple[float, float, float, float]
+Image = npt.NDArray[np.uint8]
+
+MATCH_DISTANCE = 0.6  # detection-to-track centre distance, in face sizes, to be the same face
+RECROP_OFFSET = 0.08  # landmarks this far (in crop sizes) off the crop centre are re-run centred
+PREDICT_MIN = 0.01  # motion below this many crop sizes per frame is not predicted
+DUPLICATE_IOU = 0.5  # two tracks overlapping more than this follow one face: keep one
+KEEP_BONUS = 1.25  # an existing track outranks a new face unless that is this much larger
+# Outer eye corners (image-left eye, image-right eye) for the face scale.
+EYE_OUTER_A, EYE_OUTER_B = 33, 263
+
+
+def inter_ocular(points: FloatArray) -> float:
+    """Distance between the outer eye corners in 3D (pixels): little changed by head turns."""
+    return float(np.linalg.norm(points[EYE_OUTER_B] - points[EYE_OUTER_A]))
+
+
+def box_centre(box: Box) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def box_side(box: Box) -> float:
+    return max(box[2] - box[0], box[3] - box[1])
+
+
+def iou(a: Box, b: Box) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def centre_distance(det: Detection, centre: tuple[float, float], side: float) -> float:
+    """Distance of a detection from a face centre, in face sizes (the larger of the two)."""
+    cx, cy = box_centre(det.box)
+    return math.hypot(cx - centre[0], cy - centre[1]) / max(side, box_side(det.box), 1.0)
+
+
+@dataclass
+class Track:
+    """One followed face. ``landmarks`` are smoothed, ``raw`` straight from the model."""
+
+    track_id: int
+    raw: FaceLandmarks
+    landmarks: FaceLandmarks
+    age_frames: int = 1  # frames this track has been followed, counting this one
+    since_detection: int = 0  # frames since a detection last confirmed it (0: this frame)
+    velocity: tuple[float, float] = (0.0, 0.0)  # raw mesh centre motion, pixels per frame
+    smoother: OneEuroFilter = field(default_factory=OneEuroFilter, repr=False)
+
+    @property
+    def size(self) -> float:
+        return self.raw.roi.size
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return box_centre(self.raw.box())
+
+    def next_roi(self) -> Roi:
+        """The crop for the next frame: around the raw mesh, moved on by the last motion."""
+        roi = roi_from_landmarks(self.raw.points)
+        vx, vy = self.velocity
+        if math.hypot(vx, vy) < PREDICT_MIN * roi.size:
+            return roi  # landmark noise, not motion: a still crop keeps the landmarks still
+        return replace(roi, cx=roi.cx + vx, cy=roi.cy + vy)
+
+    def smooth(self, raw: FaceLandmarks, timestamp_ns: int) -> None:
+        """Take this frame's raw landmarks and update the smoothed ones and the motion."""
+        if self.smoother.started:
+            (x0, y0), (x1, y1) = self.centre, box_centre(raw.box())
+            self.velocity = (x1 - x0, y1 - y0)
+        points = self.smoother(raw.points, timestamp_ns, scale=inter_ocular(raw.points))
+        self.raw = raw
+        self.landmarks = FaceLandmarks(points=points, presence=raw.presence, roi=raw.roi)
+
+
+@dataclass
+class _Candidate:
+    """A face for this frame: an existing track (maybe followed) or a new detection."""
+
+    track: Track | None
+    face: FaceLandmarks
+
+    @property
+    def rank(self) -> float:
+        return self.face.roi.size * (KEEP_BONUS if self.track is not None else 1.0)
+
+
+class Tracker:
+    """Follows up to ``max_faces`` faces (``policy="all"``) or the largest one."""
+
+    def __init__(
+        self,
+        analyzer: FaceAnalyzer,
+        detect_every: int = 5,
+        policy: Policy = "largest",
+        max_faces: int = 3,
+        *,
+        smoothing: OneEuroParams | None = None,
+        presence_threshold: float = PRESENCE_THRESHOLD,
+    ) -> None:
+        self.analyzer = analyzer
+        self.detect_every = detect_every  # may be changed at run time
+        self.policy: Policy = policy
+        self.max_faces = max_faces
+        self.smoothing = smoothing or OneEuroParams()
+        self.presence_threshold = presence_threshold
+        self.detections = 0  # detection runs since construction
+        self.recrops = 0  # landmark runs repeated on a re-centred crop since construction
+        self._tracks: list[Track] = []
+        self._next_id = 1
+        self._since_detect = 0
+
+    @property
+    def tracks(self) -> list[Track]:
+        """The tracks of the last ``update``, largest first."""
+        return list(self._tracks)
+
+    @property
+    def limit(self) -> int:
+        return 1 if self.policy == "largest" else max(1, self.max_faces)
+
+    def reset(self) -> None:
+        """Drop every track; the next frame detects. Ids keep counting up."""
+        self._tracks = []
+        self._since_detect = 0
+
+    def update(
+        self, image: Image, timestamp_ns: int, timings_ms: dict[str, float] | None = None
+    ) -> list[Track]:
+        """Follow or detect the faces of ``image``; returns the live tracks, largest first."""
+        timings = timings_ms if timings_ms is not None else {}
+        followed = self._follow(image, timings) if self._tracks else []
+        due = self._since_detect + 1 >= max(1, self.detect_every)
+        lost = any(f.presence < self.presence_threshold for f in followed)
+        if not self._tracks or due or lost:
+            candidates = self._detect(image, followed, timings)
+        else:
+            candidates = [_Candidate(t, f) for t, f in zip(self._tracks, followed, strict=True)]
+            self._since_detect += 1
+        start = time.perf_counter()
+        self._tracks = self._commit(candidates, timestamp_ns)
+        _add(timings, "landmarks", start)
+        return self.tracks
+
+    def _follow(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
+        """Each track's landmarks, from a crop around its previous raw landmarks."""
+        start = time.perf_counter()
+        faces = [self._landmarks(image, t.next_roi()) for t in self._tracks]
+        _add(timings, "landmarks", start)
+        return faces
+
+    def _detect(
+        self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
+    ) -> list[_Candidate]:
+        start = time.perf_counter()
+        detections = self.analyzer.detect(image)
+        start = _add(timings, "detect", start)
+        self.detections += 1
+        self._since_detect = 0
+        pairs = self._match(detections, followed)
+        candidates = [c for d, t, f in pairs if (c := self._candidate(image, d, t, f))]
+        _add(timings, "landmarks", start)
+        return candidates
+
+    def _match(
+        self, detections: list[Detection], followed: list[FaceLandmarks]
+    ) -> list[tuple[Detection, Track | None, FaceLandmarks | None]]:
+        """Each detection with the track it continues (greedy, nearest first) and its landmarks."""
+        costs = [
+            (self._distance(d, t, f), i, j)
+            for i, d in enumerate(detections)
+            for j, (t, f) in enumerate(zip(self._tracks, followed, strict=True))
+        ]
+        pairs: dict[int, int] = {}
+        for cost, i, j in sorted(costs):
+            if cost < MATCH_DISTANCE and i not in pairs and j not in pairs.values():
+                pairs[i] = j
+        out: list[tuple[Detection, Track | None, FaceLandmarks | None]] = []
+        for i, det in enumerate(detections):
+            match = pairs.get(i)
+            if match is None:
+                out.append((det, None, None))
+            else:
+                out.append((det, self._tracks[match], followed[match]))
+        return out
+
+    def _distance(self, det: Detection, track: Track, face: FaceLandmarks) -> float:
+        """How far a detection is from a track: from this frame's landmarks when present,
+        else from where the track was or would have moved to."""
+        if face.presence >= self.presence_threshold:
+            return centre_distance(det, box_centre(face.box()), box_side(face.box()))
+        side = box_side(track.raw.box())
+        (x, y), (vx, vy) = track.centre, track.velocity
+        return min(centre_distance(det, (x, y), side), centre_distance(det, (x + vx, y + vy), side))
+
+    def _candidate(
+        self, image: Image, det: Detection, track: Track | None, face: FaceLandmarks | None
+    ) -> _Candidate | None:
+        """The track's followed landmarks when present, else landmarks from the detection."""
+        if face is None or face.presence < self.presence_threshold:
+            face = self._landmarks(image, roi_from_detection(det))
+        if face.presence < self.presence_threshold:
+            return None
+        return _Candidate(track, face)
+
+    def _landmarks(self, image: Image, roi: Roi) -> FaceLandmarks:
+        """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
+        centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks."""
+        face = self.analyzer.landmarks.run(image, roi)
+        if face.presence < self.presence_threshold:
+            return face
+        centred = roi_from_landmarks(face.points)
+        if math.hypot(centred.cx - roi.cx, centred.cy - roi.cy) <= RECROP_OFFSET * roi.size:
+            return face
+        self.recrops += 1
+        again = self.analyzer.landmarks.run(image, centred)
+        return again if again.presence >= self.presence_threshold else face
+
+    def _select(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """The policy's faces, largest first (existing tracks favoured), without duplicates:
+        two tracks that slid onto one face (one face passing before another) become one."""
+        kept: list[_Candidate] = []
+        for cand in sorted(candidates, key=lambda c: -c.rank):
+            box = cand.face.box()
+            if len(kept) < self.limit and all(
+                iou(box, k.face.box()) <= DUPLICATE_IOU for k in kept
+            ):
+                kept.append(cand)
+        return kept
+
+    def _commit(self, candidates: list[_Candidate], timestamp_ns: int) -> list[Track]:
+        """Update the kept faces' tracks (smoothing, age) or start new ones; largest first."""
+        tracks: list[Track] = []
+        for cand in self._select(candidates):
+            track = cand.track
+            if track is None:
+                track = self._new_track(cand.face)
+            else:
+                track.age_frames += 1
+                track.since_detection = 0 if self._since_detect == 0 else track.since_detection + 1
+            track.smooth(cand.face, timestamp_ns)
+            tracks.append(track)
+        return sorted(tracks, key=lambda t: -t.size)
+
+    def _new_track(self, face: FaceLandmarks) -> Track:
+        track = Track(self._next_id, face, face, smoother=OneEuroFilter(self.smoothing))
+        logger.debug("track %d started at %.0f px", track.track_id, face.roi.size)
+        self._next_id += 1
+        return track
+
+
+def _add(timings: dict[str, float], stage: str, start: float) -> float:
+    now = time.perf_counter()
+    timings[stage] = timings.get(stage, 0.0) + (now - start) * 1e3
+    return now
