@@ -1,0 +1,102 @@
+"""The capture thread: reads the source into a latest-wins slot.
+
+Reads wait at most ``read_timeout_s`` so a stop is seen promptly. A timeout
+just loops (after ``gap_after_s`` without frames the camera counts as
+disconnected); any other read failure is counted, marks the camera
+disconnected and backs off; the next frame ends the gap. End of stream
+(``read()`` returns None), the frame limit or stop end the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from appliance.media.lifecycle import Lifecycle
+from appliance.media.source_base import FrameSource, FrameTimeoutError
+from appliance.pipeline.frames import Frame
+from appliance.pipeline.slots import LatestSlot
+from appliance.pipeline.stage import StageContext, close_quietly
+from appliance.pipeline.telemetry import Drop
+
+logger = logging.getLogger(__name__)
+
+
+class CaptureWorker:
+    """Reads the source into ``out`` until the end, the frame limit or stop."""
+
+    name = "capture"
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        source: FrameSource,
+        *,
+        read_timeout_s: float = 0.1,
+        gap_after_s: float = 1.0,
+        frame_limit: int | None = None,
+        capacity: int = 1,
+    ) -> None:
+        self.ctx = ctx
+        self.source = source
+        self.resource: Lifecycle = source
+        self.out: LatestSlot[Frame] = LatestSlot(capacity)
+        self.read_timeout_s = read_timeout_s
+        self.gap_after_s = gap_after_s
+        self.frame_limit = frame_limit
+        self.end_reason = ""
+        self._failures = ctx.failures("capture")
+        self._last_frame_at = time.monotonic()
+
+    def run(self) -> None:
+        self._last_frame_at = time.monotonic()
+        try:
+            self._loop()
+        finally:
+            self.out.close()
+            close_quietly(self.source, "source")
+
+    def _loop(self) -> None:
+        count = 0
+        while (frame := self._next_frame()) is not None:
+            self.ctx.telemetry.record_input()
+            dropped = self.out.put(frame)
+            if dropped is not None and dropped is not frame:
+                self.ctx.telemetry.record_drop(Drop.SUPERSEDED)
+            count += 1
+            if self.frame_limit is not None and count >= self.frame_limit:
+                self.end_reason = f"frame limit {self.frame_limit} reached"
+                return
+
+    def _next_frame(self) -> Frame | None:
+        while not self.ctx.stop.is_set():
+            try:
+                frame = self.source.read(self.read_timeout_s)
+            except FrameTimeoutError:
+                self._no_frame()
+                continue
+            except Exception as exc:
+                if not self.ctx.stop.is_set():
+                    self._read_failed(exc)
+                continue
+            if frame is None:
+                self.end_reason = "end of source"
+                return None
+            self._got_frame()
+            return frame
+        self.end_reason = "stop requested"
+        return None
+
+    def _got_frame(self) -> None:
+        self._last_frame_at = time.monotonic()
+        self._failures.succeeded()
+        self.ctx.telemetry.camera_ok()
+
+    def _no_frame(self) -> None:
+        if time.monotonic() - self._last_frame_at > self.gap_after_s:
+            self.ctx.telemetry.camera_lost(f"no frame for {self.gap_after_s:g} s")
+
+    def _read_failed(self, exc: Exception) -> None:
+        pause = self._failures.failed(exc)
+        self.ctx.telemetry.camera_lost(f"{type(exc).__name__}: {exc}")
+        self.ctx.stop.wait(pause)

@@ -1,0 +1,104 @@
+"""The processing thread: newest captured frame -> processor -> every sink's slot."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from appliance.media.lifecycle import Lifecycle
+from appliance.pipeline.frames import Frame, Image
+from appliance.pipeline.sink_worker import SinkWorker
+from appliance.pipeline.slots import LatestSlot
+from appliance.pipeline.stage import Processor, StageContext, age_ms, next_frame
+from appliance.pipeline.telemetry import Drop
+
+logger = logging.getLogger(__name__)
+
+
+class ProcessWorker:
+    """Takes the newest captured frame, processes it and offers it to every sink.
+
+    When ``processor.process`` raises, the frame goes on unswapped with the
+    copy of its captured image taken beforehand (the processor draws into
+    the image in place, so the image it leaves may be half swapped and
+    unlabelled); without ``keep_original`` no copy is made and the frame is
+    dropped instead. While the processor backs off after repeated failures
+    frames bypass it and go on untouched.
+    """
+
+    name = "process"
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        processor: Processor,
+        inp: LatestSlot[Frame],
+        outs: list[SinkWorker],
+        keep_original: bool = True,
+    ) -> None:
+        self.ctx = ctx
+        self.processor = processor
+        self.inp = inp
+        self.outs = outs
+        self.keep_original = keep_original
+        self.resource: Lifecycle | None = None
+        self._failures = ctx.failures("process")
+        self._last_ns = -1
+
+    def run(self) -> None:
+        try:
+            while (frame := next_frame(self.inp, self.ctx.stop)) is not None:
+                self._handle(frame)
+        finally:
+            for out in self.outs:
+                out.slot.close()
+
+    def _handle(self, frame: Frame) -> None:
+        telemetry = self.ctx.telemetry
+        if self._stale(frame):
+            return
+        telemetry.record_stage("queue", age_ms(frame))
+        done = self._process(frame)
+        if done is None or self._stale(done):
+            return
+        if done.capture_ns <= self._last_ns:
+            telemetry.record_drop(Drop.OUT_OF_ORDER)
+            return
+        self._last_ns = done.capture_ns
+        telemetry.record_output(age_ms(done))
+        for out in self.outs:
+            out.offer(done)
+
+    def _stale(self, frame: Frame) -> bool:
+        if age_ms(frame) <= self.ctx.budget_ms:
+            return False
+        self.ctx.telemetry.record_drop(Drop.STALE)
+        return True
+
+    def _process(self, frame: Frame) -> Frame | None:
+        if self._failures.backing_off():
+            self.ctx.telemetry.record_passthrough()
+            return frame
+        original = frame.image.copy() if self.keep_original else None
+        start = time.perf_counter()
+        try:
+            done = self.processor.process(frame)
+        except Exception as exc:
+            self._failures.failed(exc)
+            return self._unswapped(frame, original)
+        self._failures.succeeded()
+        done.timings_ms["process"] = (time.perf_counter() - start) * 1e3
+        self.ctx.telemetry.record_stages(done.timings_ms)
+        self.ctx.telemetry.set_faces(done.faces)
+        return done
+
+    def _unswapped(self, frame: Frame, original: Image | None) -> Frame | None:
+        """``frame`` restored to its captured image; None (dropped) without a copy."""
+        if original is None:
+            self.ctx.telemetry.record_drop(Drop.ERROR)
+            return None
+        frame.image = original
+        frame.swapped = False
+        frame.faces = 0
+        self.ctx.telemetry.record_passthrough()
+        return frame
