@@ -53,7 +53,7 @@ class GeometricSwapper:
     ) -> bool:
         """Swap one face in place; False when nothing was changed (face off-frame or tiny)."""
         t0 = time.perf_counter()
-        box = _face_box(face.points, frame.shape, self.settings.feather_fraction)
+        box = _face_box(face.points, frame.shape)
         if box is None:
             return False
         x0, y0, x1, y1 = box
@@ -103,9 +103,7 @@ def _grow(ring: FloatArray, factor: float) -> FloatArray:
     return out
 
 
-def _face_box(
-    points: FloatArray, shape: tuple[int, ...], feather_fraction: float
-) -> tuple[int, int, int, int] | None:
+def _face_box(points: FloatArray, shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
     xy = points[_OVAL, :2]
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     if float((hi - lo).min()) < _MIN_FACE_PX:
