@@ -12,6 +12,7 @@ import logging
 import time
 
 from appliance.pipeline.frames import Frame, Image
+from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
@@ -21,12 +22,6 @@ from appliance.vision.tracker import Policy, Track, Tracker
 from appliance.vision.types import FaceLandmarks
 
 logger = logging.getLogger(__name__)
-
-
-def _add(timings: dict[str, float], stage: str, start: float) -> float:
-    now = time.perf_counter()
-    timings[stage] = timings.get(stage, 0.0) + (now - start) * 1e3
-    return now
 
 
 def _policy(max_faces: int) -> Policy:
@@ -94,7 +89,7 @@ class FrameProcessor:
         if swapped:
             start = time.perf_counter()
             self.labeler.apply(frame.image)
-            _add(timings, "label", start)
+            add_stage_ms(timings, "label", start)
         return frame
 
     def find_faces(

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.config import SwapSettings
+from appliance.timing import add_stage_ms
 from appliance.vision.blend import alpha_blend, feather, match_colour, poisson_blend
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
@@ -52,6 +53,7 @@ class GeometricSwapper:
         strength: float = 1.0,
     ) -> bool:
         """Swap one face in place; False when nothing was changed (face off-frame or tiny)."""
+        timings = {} if timings_ms is None else timings_ms
         t0 = time.perf_counter()
         box = _face_box(face.points, frame.shape)
         if box is None:
@@ -61,7 +63,7 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         warped, covered = _warp_face(identity, local, size)
-        t1 = time.perf_counter()
+        t1 = add_stage_ms(timings, "warp", t0)
         roi = frame[y0:y1, x0:x1]
         mask = self._mask(local, covered, size)
         if self.settings.color_match:
@@ -74,9 +76,7 @@ class GeometricSwapper:
             poisson_blend(roi, warped, alpha)
         else:
             alpha_blend(roi, warped, alpha)
-        if timings_ms is not None:
-            timings_ms["warp"] = timings_ms.get("warp", 0.0) + (t1 - t0) * 1e3
-            timings_ms["blend"] = timings_ms.get("blend", 0.0) + (time.perf_counter() - t1) * 1e3
+        add_stage_ms(timings, "blend", t1)
         return bool(alpha.any())
 
     def _mask(self, local: FloatArray, covered: Image, size: tuple[int, int]) -> Image:

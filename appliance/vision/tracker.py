@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
@@ -184,14 +185,14 @@ class Tracker:
             self._since_detect += 1
         start = time.perf_counter()
         self._tracks = self._commit(candidates, timestamp_ns)
-        _add(timings, "landmarks", start)
+        add_stage_ms(timings, "landmarks", start)
         return self.tracks
 
     def _follow(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
         """Each track's landmarks, from a crop around its previous raw landmarks."""
         start = time.perf_counter()
         faces = [self._landmarks(image, t.next_roi()) for t in self._tracks]
-        _add(timings, "landmarks", start)
+        add_stage_ms(timings, "landmarks", start)
         return faces
 
     def _detect(
@@ -199,12 +200,12 @@ class Tracker:
     ) -> list[_Candidate]:
         start = time.perf_counter()
         detections = self.analyzer.detect(image)
-        start = _add(timings, "detect", start)
+        start = add_stage_ms(timings, "detect", start)
         self.detections += 1
         self._since_detect = 0
         pairs = self._match(detections, followed)
         candidates = [c for d, t, f in pairs if (c := self._candidate(image, d, t, f))]
-        _add(timings, "landmarks", start)
+        add_stage_ms(timings, "landmarks", start)
         return candidates
 
     def _match(
@@ -292,9 +293,3 @@ class Tracker:
         logger.debug("track %d started at %.0f px", track.track_id, face.roi.size)
         self._next_id += 1
         return track
-
-
-def _add(timings: dict[str, float], stage: str, start: float) -> float:
-    now = time.perf_counter()
-    timings[stage] = timings.get(stage, 0.0) + (now - start) * 1e3
-    return now
