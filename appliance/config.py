@@ -63,10 +63,32 @@ class DetectorSettings(_Frozen):
     max_faces: int = Field(4, ge=1, le=16, description="At most this many faces per frame.")
 
 
+class PipelineSettings(_Frozen):
+    latency_budget_ms: float = Field(
+        200.0, gt=0.0, le=2000.0, description="A frame older than this is never shown."
+    )
+    redetect_every: int = Field(
+        5, ge=1, le=60, description="Frames between full face detections while tracking."
+    )
+    faces: Literal["largest", "all"] = Field(
+        "largest", description="largest: swap the largest face; all: up to max_faces faces."
+    )
+    max_faces: int = Field(3, ge=1, le=16, description="Faces swapped with faces=all.")
+    target_fps: float = Field(
+        30.0, gt=0.0, le=240.0, description="Output rate to hold; below it quality steps down."
+    )
+    adaptive: bool = Field(True, description="Step quality down (and back up) to hold the rate.")
+    idle_after_s: float = Field(
+        5.0, gt=0.0, le=3600.0, description="With no face for this long, process at idle_fps."
+    )
+    idle_fps: float = Field(15.0, gt=0.0, le=240.0, description="Processing rate when idle.")
+
+
 class Settings(_Frozen):
     label: LabelSettings = Field(default_factory=LabelSettings)
     swap: SwapSettings = Field(default_factory=SwapSettings)
     detector: DetectorSettings = Field(default_factory=DetectorSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
 
 
 def _describe(exc: ValidationError, origin: str) -> str:

@@ -9,7 +9,7 @@ from appliance.media.lifecycle import Lifecycle
 from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot
-from appliance.pipeline.stage import Processor, StageContext, age_ms, next_frame
+from appliance.pipeline.stage import Controller, Processor, StageContext, age_ms, next_frame
 from appliance.pipeline.telemetry import Drop
 
 logger = logging.getLogger(__name__)
@@ -24,6 +24,9 @@ class ProcessWorker:
     unlabelled); without ``keep_original`` no copy is made and the frame is
     dropped instead. While the processor backs off after repeated failures
     frames bypass it and go on untouched.
+
+    A ``controller`` (adaptive quality) is asked whether to process each
+    frame (idle mode drops some) and told how each processed frame went.
     """
 
     name = "process"
@@ -34,10 +37,13 @@ class ProcessWorker:
         processor: Processor,
         inp: LatestSlot[Frame],
         outs: list[SinkWorker],
+        *,
         keep_original: bool = True,
+        controller: Controller | None = None,
     ) -> None:
         self.ctx = ctx
         self.processor = processor
+        self.controller = controller
         self.inp = inp
         self.outs = outs
         self.keep_original = keep_original
@@ -56,6 +62,9 @@ class ProcessWorker:
     def _handle(self, frame: Frame) -> None:
         telemetry = self.ctx.telemetry
         if self._stale(frame):
+            return
+        if self.controller is not None and not self.controller.admit(frame):
+            telemetry.record_drop(Drop.IDLE)
             return
         telemetry.record_stage("queue", age_ms(frame))
         done = self._process(frame)
@@ -87,9 +96,12 @@ class ProcessWorker:
             self._failures.failed(exc)
             return self._unswapped(frame, original)
         self._failures.succeeded()
-        done.timings_ms["process"] = (time.perf_counter() - start) * 1e3
+        process_ms = (time.perf_counter() - start) * 1e3
+        done.timings_ms["process"] = process_ms
         self.ctx.telemetry.record_stages(done.timings_ms)
         self.ctx.telemetry.set_faces(done.faces)
+        if self.controller is not None:
+            self.controller.observe(done, process_ms)
         return done
 
     def _unswapped(self, frame: Frame, original: Image | None) -> Frame | None:

@@ -4,6 +4,12 @@ This is the synchronous core; the threaded runner calls the same ``process``.
 Faces are followed from frame to frame by a ``Tracker`` (stable ids, One Euro
 smoothed landmarks) that re-detects every ``redetect_every`` frames or when a
 face is lost.
+
+``set_quality`` applies a step of the degrade ladder between frames: the
+blend, the detection interval, and a processing height. Above that height a
+frame is analysed and swapped at the lower resolution and, when something was
+swapped, scaled back to its own size before the label is drawn (a frame
+without a swap keeps its full resolution).
 """
 
 from __future__ import annotations
@@ -11,7 +17,10 @@ from __future__ import annotations
 import logging
 import time
 
+import cv2
+
 from appliance.pipeline.frames import Frame, Image
+from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity
@@ -53,6 +62,7 @@ class FrameProcessor:
             max_faces=max_faces,
             smoothing=smoothing,
         )
+        self.max_height: int | None = None  # process frames taller than this scaled down
 
     @property
     def max_faces(self) -> int:
@@ -77,20 +87,51 @@ class FrameProcessor:
         """The faces followed in the last frame, largest first."""
         return self.tracker.tracks
 
+    @property
+    def quality(self) -> QualityLevel:
+        """The blend, detection interval and processing height in use."""
+        return QualityLevel(self.swapper.settings.blend, self.redetect_every, self.max_height)
+
+    def set_quality(self, level: QualityLevel) -> None:
+        """Use ``level`` from the next frame on (call between frames)."""
+        if level.blend != self.swapper.settings.blend:
+            self.swapper.settings = self.swapper.settings.model_copy(update={"blend": level.blend})
+        self.redetect_every = level.redetect_every
+        if level.max_height != self.max_height:
+            self.max_height = level.max_height
+            self.tracker.reset()  # landmarks were in the other resolution's pixels
+
     def process(self, frame: Frame) -> Frame:
         timings = frame.timings_ms
-        faces = self.find_faces(frame.image, timings, frame.capture_ns)
+        work = self._scaled(frame.image, timings)
+        faces = self.find_faces(work, timings, frame.capture_ns)
         frame.faces = len(faces)
         swapped = False
         if self.identity is not None:
             for face in faces:
-                swapped |= self.swapper.swap(frame.image, face, self.identity, timings)
+                swapped |= self.swapper.swap(work, face, self.identity, timings)
         frame.swapped = swapped
+        if swapped and work is not frame.image:
+            start = time.perf_counter()
+            height, width = frame.image.shape[:2]
+            frame.image = cv2.resize(work, (width, height), interpolation=cv2.INTER_LINEAR)  # type: ignore[assignment]
+            add_stage_ms(timings, "resize", start)
         if swapped:
             start = time.perf_counter()
             self.labeler.apply(frame.image)
             add_stage_ms(timings, "label", start)
         return frame
+
+    def _scaled(self, image: Image, timings: dict[str, float]) -> Image:
+        """``image`` itself, or a copy scaled down to ``max_height`` lines."""
+        height, width = image.shape[:2]
+        if self.max_height is None or height <= self.max_height:
+            return image
+        start = time.perf_counter()
+        size = (max(1, round(width * self.max_height / height)), self.max_height)
+        small: Image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)  # type: ignore[assignment]
+        add_stage_ms(timings, "resize", start)
+        return small
 
     def find_faces(
         self, image: Image, timings: dict[str, float], timestamp_ns: int | None = None

@@ -37,7 +37,7 @@ from appliance.pipeline.process_worker import ProcessWorker
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.snapshot import TelemetrySnapshot
-from appliance.pipeline.stage import Processor, StageContext, close_quietly
+from appliance.pipeline.stage import Controller, Processor, StageContext, close_quietly
 from appliance.pipeline.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ class PipelineRunner:
     whose processing raised goes on unswapped (otherwise it is dropped).
     ``gap_after_s``: without frames this long the camera counts as disconnected.
     ``max_backoff_s``: the longest pause of a stage that keeps failing.
+    ``controller``: adaptive quality (idle mode, degrade ladder), if any.
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class PipelineRunner:
         keep_original: bool = True,
         gap_after_s: float = 1.0,
         max_backoff_s: float = 1.0,
+        controller: Controller | None = None,
     ) -> None:
         _check(latency_budget_ms, frame_limit, read_timeout_s)
         self.telemetry = telemetry
@@ -118,7 +120,14 @@ class PipelineRunner:
         )
         names = sink_names(sinks)
         self._sinks = [SinkWorker(ctx, n, s, sink_slots) for n, s in zip(names, sinks, strict=True)]
-        self._process = ProcessWorker(ctx, processor, self._capture.out, self._sinks, keep_original)
+        self._process = ProcessWorker(
+            ctx,
+            processor,
+            self._capture.out,
+            self._sinks,
+            keep_original=keep_original,
+            controller=controller,
+        )
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._threads: list[tuple[Worker, threading.Thread]] = []

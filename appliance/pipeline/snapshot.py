@@ -73,6 +73,7 @@ class TelemetrySnapshot:
     running: bool
     mode: str
     degrade_level: int
+    quality: str
     faces: int
     frames_in: int
     frames_out: int

@@ -32,6 +32,14 @@ class Processor(Protocol):
     def process(self, frame: Frame) -> Frame: ...
 
 
+class Controller(Protocol):
+    """What the runner needs of an adaptive-quality controller (``AdaptiveController``)."""
+
+    def admit(self, frame: Frame) -> bool: ...
+
+    def observe(self, frame: Frame, process_ms: float) -> None: ...
+
+
 @dataclass(frozen=True)
 class StageContext:
     """What every worker shares: telemetry, the stop event, the budget, the back-off cap."""

@@ -35,6 +35,7 @@ class Drop(StrEnum):
 
     STALE = "stale"  # older than the latency budget
     SUPERSEDED = "superseded"  # replaced by a newer frame before processing
+    IDLE = "idle"  # not processed: nobody in view, running at the idle rate
     SINK_BUSY = "sink_busy"  # replaced by a newer frame before its sink took it
     ERROR = "error"  # a stage failed on it
     OUT_OF_ORDER = "out_of_order"  # not newer than the last frame a sink got
@@ -87,6 +88,7 @@ class Telemetry:
         self._running = False
         self._mode = "normal"
         self._degrade = 0
+        self._quality = "full quality"
         self._faces = 0
 
     # ---- frames and latencies -------------------------------------------------------------
@@ -96,6 +98,11 @@ class Telemetry:
         with self._lock:
             self._frames_in += 1
             self._input.mark(self._clock())
+
+    def input_fps(self) -> float:
+        """The capture rate now (cheap: no percentiles)."""
+        with self._lock:
+            return self._input.rate(self._clock())
 
     def record_output(self, e2e_ms: float) -> None:
         """A frame was handed to the outputs ``e2e_ms`` after its capture."""
@@ -174,11 +181,13 @@ class Telemetry:
                 self._transition("mode", self._mode, mode, reason)
                 self._mode = mode
 
-    def set_degrade_level(self, level: int, reason: str) -> None:
+    def set_degrade_level(self, level: int, reason: str, quality: str = "") -> None:
+        """Quality level ``level`` (0 is full quality), described as ``quality``."""
         with self._lock:
             if level != self._degrade:
                 self._transition("degrade", str(self._degrade), str(level), reason)
                 self._degrade = level
+            self._quality = quality or ("full quality" if level == 0 else f"level {level}")
 
     def set_faces(self, faces: int) -> None:
         with self._lock:
@@ -220,6 +229,7 @@ class Telemetry:
                 running=self._running,
                 mode=self._mode,
                 degrade_level=self._degrade,
+                quality=self._quality,
                 faces=self._faces,
                 frames_in=self._frames_in,
                 frames_out=self._frames_out,

@@ -1,0 +1,94 @@
+"""Adaptive quality: idle mode and the degrade ladder, applied to the processor.
+
+The processing thread asks ``admit`` before it processes a frame (idle mode
+drops some) and tells ``observe`` how each processed frame went. Every change
+of mode or level is applied to the processor between frames, logged with its
+reason, and shown in telemetry (``mode``, ``degrade_level``, transitions).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from appliance.config import PipelineSettings
+from appliance.pipeline.frames import Frame
+from appliance.pipeline.idle import IdleGate
+from appliance.pipeline.ladder import DegradeLadder, LadderTiming
+from appliance.pipeline.quality import QualityLevel, build_ladder
+from appliance.pipeline.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+
+class Tunable(Protocol):
+    """A processor whose quality can be changed between frames."""
+
+    @property
+    def quality(self) -> QualityLevel: ...
+
+    def set_quality(self, level: QualityLevel) -> None: ...
+
+
+class AdaptiveController:
+    """Idle gate plus degrade ladder for one pipeline run (used by its processing thread).
+
+    ``settings.adaptive`` False keeps the configured quality (idle mode still
+    applies). The ladder is built on the first frame, from the processor's
+    configured quality and the frame height.
+    """
+
+    def __init__(
+        self,
+        processor: Tunable,
+        telemetry: Telemetry,
+        settings: PipelineSettings,
+        *,
+        timing: LadderTiming | None = None,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.processor = processor
+        self.telemetry = telemetry
+        self.settings = settings
+        self.idle = IdleGate(settings.idle_after_s, settings.idle_fps)
+        self.levels: list[QualityLevel] = []
+        self._timing = timing
+        self._clock = clock_ns
+        self._ladder: DegradeLadder | None = None
+
+    @property
+    def level(self) -> int:
+        return 0 if self._ladder is None else self._ladder.level
+
+    def admit(self, frame: Frame) -> bool:
+        """Whether to process ``frame`` (False: idle mode drops it)."""
+        if self._ladder is None:
+            self._build(frame.image.shape[0])
+        return self.idle.admit(frame.capture_ns)
+
+    def observe(self, frame: Frame, process_ms: float) -> None:
+        """Record a processed frame; may change the mode or the quality level."""
+        now = self._clock()
+        change = self.idle.observe(frame.capture_ns, frame.faces)
+        if change is not None:
+            self.telemetry.set_mode("idle" if self.idle.idle else "normal", change)
+            if self._ladder is not None:
+                self._ladder.pause(now)
+        if self._ladder is None or self.idle.idle or not self.settings.adaptive:
+            return
+        self._ladder.sample(now, process_ms)
+        step = self._ladder.evaluate(now, self.telemetry.input_fps())
+        if step is not None:
+            level = self.levels[step.level]
+            self.processor.set_quality(level)
+            self.telemetry.set_degrade_level(step.level, step.reason, level.name)
+
+    def _build(self, height: int) -> None:
+        base = self.processor.quality
+        self.levels = build_ladder(base.blend, base.redetect_every, height)
+        self._ladder = DegradeLadder(
+            len(self.levels), self.settings.target_fps, self._timing, now_ns=self._clock()
+        )
+        logger.info("quality ladder: %s", " > ".join(level.name for level in self.levels))
