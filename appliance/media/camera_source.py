@@ -1,8 +1,13 @@
 """Frames from a V4L2 camera (a USB webcam or a CSI camera behind a V4L2 driver).
 
 Nothing is opened until ``start()``. The capture object comes from an
-injectable factory so tests can stand in a fake device. Reconnection after
-an unplug is not handled here: a failed read raises ``SourceError``.
+injectable factory so tests can stand in a fake device.
+
+A camera that stops delivering (unplugged, driver reset) is released and the
+read raises ``SourceError``; every later read tries to open it again and
+raises ``SourceError`` while it is still gone, so the caller's back-off
+paces the attempts (the pipeline's capture thread backs off up to a second).
+The first frame after reopening ends the gap.
 """
 
 from __future__ import annotations
@@ -112,18 +117,23 @@ class CameraSource(FrameSource):
         self._factory = capture_factory
         self._cap: CaptureLike | None = None
         self._cap_lock = threading.Lock()
+        self.reconnects = 0  # times the camera was opened again after it was lost
 
     def __repr__(self) -> str:
         return f"CameraSource({self.name!r})"
 
     def _on_start(self) -> None:
+        cap = self._open()
+        with self._cap_lock:
+            self._cap = cap
+
+    def _open(self) -> CaptureLike:
         cap = self._factory(device_index(self.device), _backend())
         if not cap.isOpened():
             cap.release()
             raise SourceError(self._open_failure())
         self._configure(cap)
-        with self._cap_lock:
-            self._cap = cap
+        return cap
 
     def _open_failure(self) -> str:
         if sys.platform.startswith("linux") and not Path(self.name).exists():
@@ -156,11 +166,23 @@ class CameraSource(FrameSource):
     def _read(self, timeout_s: float | None) -> Frame | None:
         began = time.monotonic()
         with self._cap_lock:
-            if self._cap is None:
+            if not self.started:
                 return None  # stopped by another thread
-            ok, image = self._cap.read()
-        if ok and image is not None and image.size > 0:
-            return self._make_frame(as_bgr(image))
-        if timeout_s is not None and time.monotonic() - began >= timeout_s:
-            raise FrameTimeoutError(f"camera {self.name}: no frame within {timeout_s} s")
+            cap = self._cap if self._cap is not None else self._reopen()
+            ok, image = cap.read()
+            if ok and image is not None and image.size > 0:
+                return self._make_frame(as_bgr(image))
+            if timeout_s is not None and time.monotonic() - began >= timeout_s:
+                raise FrameTimeoutError(f"camera {self.name}: no frame within {timeout_s} s")
+            self._cap = None
+        cap.release()
+        logger.warning("camera %s stopped delivering frames; reconnecting", self.name)
         raise SourceError(f"camera {self.name} stopped delivering frames (unplugged?)")
+
+    def _reopen(self) -> CaptureLike:
+        """Open the lost camera again (called with the lock held); raises while it is gone."""
+        cap = self._open()
+        self._cap = cap
+        self.reconnects += 1
+        logger.info("camera %s reconnected", self.name)
+        return cap
