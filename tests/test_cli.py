@@ -83,9 +83,16 @@ def test_swap_video_with_progress(photos: dict[str, Path], tmp_path: Path) -> No
 
 def test_run_demo_for_some_frames_to_a_file(tmp_path: Path) -> None:
     out = tmp_path / "run.mp4"
-    proc = mirror("run", "--frames", "20", "--no-preview", "--output", out, "--fps", "200")
+    proc = mirror("run", "--frames", "20", "--no-preview", "--output", out)
     assert proc.returncode == 0, proc.stderr
-    assert "20 frames (20 swapped)" in proc.stdout
+    assert "20 frames captured" in proc.stdout
+    assert "ended: frame limit 20 reached" in proc.stdout
+    shown = int(proc.stdout.split(" shown")[0].rsplit(" ", 1)[1])
+    swapped = int(proc.stdout.split(" swapped)")[0].rsplit("(", 1)[1])
+    assert 10 <= shown <= 20 and swapped >= shown - 3  # the first frames may still be detecting
+    cap = cv2.VideoCapture(str(out))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == shown
+    cap.release()
 
 
 def test_models_fetch_twice_downloads_nothing() -> None:

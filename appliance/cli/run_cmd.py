@@ -1,11 +1,20 @@
-"""``mirror run``: the live loop from a source to the outputs."""
+"""``mirror run``: the live mirror, source -> threaded pipeline -> outputs, until stopped.
+
+Runs until the source ends, ``--frames`` frames were captured, Ctrl-C or
+SIGTERM; prints a status line every ``--status-every`` seconds and a summary
+at the end, both from the pipeline's telemetry.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import re
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from appliance.cli.common import add_config_argument, load_cli_settings
@@ -16,9 +25,15 @@ from appliance.media.sink_base import FrameSink
 from appliance.media.sources import open_source
 from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
+from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
+from appliance.pipeline.runner import PipelineRunner
+from appliance.pipeline.snapshot import TelemetrySnapshot
+from appliance.pipeline.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
+
+POLL_S = 0.2  # how often the main thread checks whether the run ended
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -48,6 +63,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--port", type=int, default=8080, help="preview port (8080; 0 = any)")
     parser.add_argument("--no-preview", action="store_true", help="do not serve the preview")
     parser.add_argument("--loop", action="store_true", help="loop a video file source")
+    parser.add_argument(
+        "--status-every",
+        type=float,
+        default=10.0,
+        help="print a status line every N seconds (10; 0 = never)",
+    )
     add_config_argument(parser)
     parser.set_defaults(handler=_run)
 
@@ -61,9 +82,51 @@ def _sinks(args: argparse.Namespace, fps: float) -> list[FrameSink]:
     return sinks or [NullSink()]
 
 
-def _run(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace) -> None:
     if args.frames is not None and args.frames < 1:
         raise ConfigError(f"--frames must be at least 1, got {args.frames}")
+    if args.status_every < 0:
+        raise ConfigError(f"--status-every must be >= 0 s, got {args.status_every}")
+
+
+@contextmanager
+def _stop_on_sigterm(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM (systemd, docker stop) sets ``stop`` instead of killing the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def status_line(snap: TelemetrySnapshot) -> str:
+    return (
+        f"mirror: {snap.input_fps:.1f} fps in, {snap.output_fps:.1f} fps out, "
+        f"end to end p95 {_ms(snap.e2e_ms.p95)}, {snap.faces} face(s), "
+        f"{snap.mode}, {snap.quality}, camera {'ok' if snap.camera.connected else 'lost'}"
+    )
+
+
+def summary_line(snap: TelemetrySnapshot, reason: str) -> str:
+    drops = ", ".join(f"{k} {v}" for k, v in sorted(snap.drops.items())) or "none"
+    fps = snap.frames_out / snap.uptime_s if snap.uptime_s > 0 else 0.0
+    return (
+        f"mirror: {snap.frames_in} frames captured, {snap.frames_out} shown "
+        f"({snap.swapped} swapped) in {snap.uptime_s:.1f} s, {fps:.1f} fps; "
+        f"end to end p50 {_ms(snap.e2e_ms.p50)}, p95 {_ms(snap.e2e_ms.p95)}; "
+        f"dropped: {drops}; errors {snap.error_count()}; ended: {reason}"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    _check(args)
     settings = load_cli_settings(args)
     store = ModelStore()
     source = open_source(args.source, size=parse_size(args.size), fps=args.fps, frames=args.frames)
@@ -71,29 +134,36 @@ def _run(args: argparse.Namespace) -> int:
         source.loop = True
     processor = build_processor(settings, store, args.identity)
     sinks = _sinks(args, source.fps)
-    started: list[FrameSink] = []
-    count = swapped = 0
-    t0 = time.monotonic()
-    try:
-        for sink in sinks:
-            sink.start()
-            started.append(sink)
-            if isinstance(sink, PreviewServer):
-                print(f"mirror: preview at {sink.url}  (Ctrl-C to stop)", flush=True)
-        with source:
-            for frame in source:
-                processor.process(frame)
-                for sink in started:
-                    sink.write(frame)
-                count += 1
-                swapped += int(frame.swapped)
-                if args.frames is not None and count >= args.frames:
-                    break
-    finally:
-        for sink in started:
-            sink.close()
-    elapsed = max(time.monotonic() - t0, 1e-6)
-    print(
-        f"mirror: {count} frames ({swapped} swapped) in {elapsed:.1f} s, {count / elapsed:.1f} fps"
+    telemetry = Telemetry()
+    runner = PipelineRunner(
+        source,
+        processor,
+        sinks,
+        telemetry,
+        settings.pipeline.latency_budget_ms,
+        frame_limit=args.frames,
+        controller=AdaptiveController(processor, telemetry, settings.pipeline),
     )
+    stop = threading.Event()
+    with _stop_on_sigterm(stop):
+        runner.start()
+        try:
+            for sink in sinks:
+                if isinstance(sink, PreviewServer):
+                    print(f"mirror: preview at {sink.url}  (Ctrl-C to stop)", flush=True)
+            _watch(runner, stop, args.status_every)
+        except KeyboardInterrupt:
+            print("mirror: stopping", flush=True)
+        finally:
+            runner.stop()
+    print(summary_line(runner.snapshot(), runner.end_reason or "stopped"), flush=True)
     return 0
+
+
+def _watch(runner: PipelineRunner, stop: threading.Event, every_s: float) -> None:
+    """Wait for the run to end or ``stop``, printing a status line every ``every_s``."""
+    next_status = time.monotonic() + every_s
+    while runner.running and not stop.wait(POLL_S):
+        if every_s > 0 and time.monotonic() >= next_status:
+            print(status_line(runner.snapshot()), flush=True)
+            next_status += every_s

@@ -43,13 +43,26 @@ def build_processor(
     store: ModelStore,
     identity: str | None,
     analyzer: FaceAnalyzer | None = None,
-    max_faces: int = 1,
+    max_faces: int | None = None,
 ) -> FrameProcessor:
-    """Load the models, enroll the identity once, and assemble the processor."""
+    """Load the models, enroll the identity once, and assemble the processor.
+
+    Faces swapped: ``max_faces`` when given, else from ``settings.pipeline``
+    (1 for ``largest``, ``max_faces`` for ``all``).
+    """
     labeler = Labeler(settings.label, store.path("label_font"))
     analyzer = analyzer or build_analyzer(settings, store)
     enrolled: Identity | None = None
     if identity is not None:
         enrolled = enroll_file(resolve_photo(identity, store), analyzer)
     swapper = GeometricSwapper(settings.swap)
-    return FrameProcessor(analyzer, swapper, labeler, enrolled, max_faces=max_faces)
+    pipeline = settings.pipeline
+    faces = max_faces or (1 if pipeline.faces == "largest" else pipeline.max_faces)
+    return FrameProcessor(
+        analyzer,
+        swapper,
+        labeler,
+        enrolled,
+        max_faces=faces,
+        redetect_every=pipeline.redetect_every,
+    )

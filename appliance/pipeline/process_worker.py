@@ -74,7 +74,7 @@ class ProcessWorker:
             telemetry.record_drop(Drop.OUT_OF_ORDER)
             return
         self._last_ns = done.capture_ns
-        telemetry.record_output(age_ms(done))
+        telemetry.record_output(age_ms(done), done.swapped)
         for out in self.outs:
             out.offer(done)
 

@@ -62,10 +62,10 @@ class TelemetrySnapshot:
     """Everything the admin UI and /metrics read, at one instant.
 
     ``frames_in``: frames captured; ``frames_out``: frames handed to the
-    outputs; ``passthrough``: frames handed on unswapped because the
-    processor failed or was backing off. ``drops`` counts lost frame
-    deliveries by reason (sink-level reasons count once per sink);
-    ``errors`` counts exceptions by stage, then by exception class name.
+    outputs, ``swapped`` of them with a swapped face; ``passthrough``: frames
+    handed on unswapped because the processor failed or was backing off.
+    ``drops`` counts lost frame deliveries by reason (sink-level reasons
+    count once per sink); ``errors`` counts exceptions by stage, then by exception class name.
     """
 
     at_unix: float
@@ -77,6 +77,7 @@ class TelemetrySnapshot:
     faces: int
     frames_in: int
     frames_out: int
+    swapped: int
     passthrough: int
     input_fps: float
     output_fps: float

@@ -84,7 +84,7 @@ class Telemetry:
         self._errors: dict[str, Counter[str]] = {}
         self._transitions: deque[Transition] = deque(maxlen=max_transitions)
         self._camera = _Camera()
-        self._frames_in = self._frames_out = self._passthrough = 0
+        self._frames_in = self._frames_out = self._passthrough = self._swapped = 0
         self._running = False
         self._mode = "normal"
         self._degrade = 0
@@ -104,10 +104,11 @@ class Telemetry:
         with self._lock:
             return self._input.rate(self._clock())
 
-    def record_output(self, e2e_ms: float) -> None:
-        """A frame was handed to the outputs ``e2e_ms`` after its capture."""
+    def record_output(self, e2e_ms: float, swapped: bool = False) -> None:
+        """A frame (``swapped`` or not) was handed to the outputs ``e2e_ms`` after capture."""
         with self._lock:
             self._frames_out += 1
+            self._swapped += int(swapped)
             self._output.mark(self._clock())
             self._e2e.record(e2e_ms)
 
@@ -233,6 +234,7 @@ class Telemetry:
                 faces=self._faces,
                 frames_in=self._frames_in,
                 frames_out=self._frames_out,
+                swapped=self._swapped,
                 passthrough=self._passthrough,
                 input_fps=self._input.rate(now),
                 output_fps=self._output.rate(now),
