@@ -71,6 +71,8 @@ def _swap_video(args: argparse.Namespace) -> int:
     bar = ProgressBar(total, "swap-video")
     with VideoFileSink(args.output, fps=source.fps, size=source.size) as sink, source:
         for frame in source:
+            # smoothing runs on the clip's own clock, not on how fast it decodes
+            frame.capture_ns = round(frame.index * 1e9 / source.fps)
             processor.process(frame)
             sink.write(frame)
             frames += 1
