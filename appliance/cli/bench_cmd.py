@@ -1,98 +1,236 @@
-"""``mirror bench``: per-stage p50/p95, end to end, fps; variants compared in one run."""
+"""``mirror bench``: a naive synchronous loop against the real pipeline, same clips.
+
+Clips: each ``*.mp4`` of ``--media`` (../shared/media by default), or the
+demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
+(``--faces``; 3 faces by tiling), played as a live camera at ``--fps``.
+Prints a line per run, then a table and the issue's targets checked on the
+pipeline rows; ``--json`` also writes every figure.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from appliance.cli.common import add_config_argument, load_cli_settings
 from appliance.cli.run_cmd import parse_size
-from appliance.config import Settings, updated
-from appliance.media.demo_source import DemoSource
-from appliance.media.resized_video import ResizedVideoSource
-from appliance.media.source_base import FrameSource
+from appliance.errors import ConfigError, OutputError
+from appliance.media.live_clip import JpegClip
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
-from appliance.pipeline.bench import BenchResult, format_table, run_variant
-from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.pipeline.frames import Image
-from appliance.pipeline.processor import FrameProcessor
+from appliance.pipeline.bench import STAGES, VARIANTS, VariantResult, run_variant
+from appliance.pipeline.bench_clips import FACES, build_clips, demo_clip, video_clip
+from appliance.pipeline.factory import build_processor
 from appliance.vision.identity import read_image
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MEDIA = REPO_ROOT.parent / "shared" / "media"
+TARGET_FPS = 30.0
+FPS_SLACK = 0.97  # the rate is measured over the run's wall time, start-up included
+TARGET_P95_MS = {(640, 480): 33.0, (1280, 720): 50.0}  # one face, end to end
+FACES_FACTOR = 2.0  # three faces: at most this times the one-face p95
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("bench", help="benchmark the stages and variants")
+    parser = sub.add_parser("bench", help="benchmark a naive loop against the live pipeline")
     parser.add_argument("--frames", type=int, default=150, help="frames per clip and variant")
     parser.add_argument("--sizes", default="640x480,1280x720", help="comma-separated WxH")
+    parser.add_argument("--faces", default="1,3", help="face counts: 1 and/or 3 (tiled)")
     parser.add_argument(
         "--media",
         type=Path,
         default=DEFAULT_MEDIA,
-        help="folder of extra .mp4 clips (default ../shared/media when present)",
+        help="folder of .mp4 clips (default ../shared/media; the demo camera when none)",
     )
+    parser.add_argument("--fps", type=float, default=30.0, help="live camera frame rate")
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
     add_config_argument(parser)
     parser.set_defaults(handler=_bench)
 
 
-def _variants(settings: Settings) -> list[tuple[str, Settings, int]]:
-    """(name, settings, re-detect interval)."""
-    poisson = updated(settings, {"swap": {"blend": "poisson"}})
-    return [
-        ("track+feather", settings, 5),
-        ("detect-every+feather", settings, 1),
-        ("track+poisson", poisson, 5),
-    ]
+def _faces(text: str) -> tuple[int, ...]:
+    try:
+        faces = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        faces = ()
+    if not faces or any(f not in FACES for f in faces):
+        raise ConfigError(f"--faces must list face counts among {FACES}, got {text!r}")
+    return faces
 
 
-SourceFactory = Callable[[tuple[int, int]], FrameSource]
+def _check(args: argparse.Namespace) -> None:
+    if args.frames < 1:
+        raise ConfigError(f"--frames must be at least 1, got {args.frames}")
+    if not args.fps > 0:
+        raise ConfigError(f"--fps must be > 0, got {args.fps}")
 
 
-def _clips(args: argparse.Namespace, store: ModelStore) -> list[tuple[str, SourceFactory]]:
-    demo_image = read_image(store.path("astronaut"))
-    clips: list[tuple[str, SourceFactory]] = [("demo", functools.partial(_demo_source, demo_image))]
-    if args.media.is_dir():
-        for path in sorted(args.media.glob("*.mp4")):
-            clips.append((path.name, functools.partial(ResizedVideoSource, path)))
-    else:
-        print(f"bench: {args.media} absent, demo clip only")
-    return clips
-
-
-def _demo_source(image: Image, size: tuple[int, int]) -> FrameSource:
-    return DemoSource(image, size=size, paced=False)
+def _base_clips(
+    args: argparse.Namespace, store: ModelStore, sizes: list[tuple[int, int]]
+) -> Iterator[tuple[str, JpegClip]]:
+    """(name, 1-face clip) per input and size, built one at a time."""
+    videos = sorted(args.media.glob("*.mp4")) if args.media.is_dir() else []
+    if videos:
+        print(f"bench: clips from {args.media}: {', '.join(v.name for v in videos)}", flush=True)
+        for path in videos:
+            for size in sizes:
+                yield path.name, video_clip(path, size, args.frames)
+        return
+    print(f"bench: no .mp4 clips in {args.media}, using the demo camera", flush=True)
+    image = read_image(store.path("astronaut"))
+    for size in sizes:
+        yield "demo", demo_clip(image, size, args.frames)
 
 
 def _bench(args: argparse.Namespace) -> int:
+    _check(args)
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    faces = _faces(args.faces)
     settings = load_cli_settings(args)
     store = ModelStore()
-    analyzer = build_analyzer(settings, store)
-    sizes = [parse_size(s) for s in args.sizes.split(",")]
-    processors: list[tuple[str, FrameProcessor]] = []
-    for name, variant_settings, interval in _variants(settings):
-        proc = build_processor(variant_settings, store, args.identity, analyzer=analyzer)
-        proc.redetect_every = interval
-        processors.append((name, proc))
-    results: list[BenchResult] = []
-    for clip, make in _clips(args, store):
-        for size in sizes:
-            for name, proc in processors:
-                source = functools.partial(make, size)
-                result = run_variant(clip, source, proc, name, args.frames)
+    processor = build_processor(settings, store, args.identity)
+    results: list[VariantResult] = []
+    for name, base in _base_clips(args, store, sizes):
+        for clip in build_clips(name, base, faces):
+            for variant in VARIANTS:
+                result = run_variant(variant, clip, processor, args.frames, fps=args.fps)
                 results.append(result)
-                print(f"bench: {clip} {size[0]}x{size[1]} {name}: {result.fps:.1f} fps", flush=True)
+                print(f"bench: {_progress(result)}", flush=True)
+    checks = check_targets(results)
     print()
     print(format_table(results))
+    print()
+    print(format_targets(checks))
     if args.json is not None:
-        args.json.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
+        _write_json(args, results, checks)
     return 0
+
+
+def _progress(r: VariantResult) -> str:
+    return (
+        f"{r.clip} {r.size[0]}x{r.size[1]} {r.faces} face(s) {r.variant}: "
+        f"{r.output_fps:.1f} fps, e2e p95 {_ms(r.e2e_ms['p95'])} ms, "
+        f"{r.dropped_total} dropped, {r.stale_shown} stale shown, {r.faces_found:.1f} faces found"
+    )
+
+
+def _write_json(
+    args: argparse.Namespace, results: list[VariantResult], checks: list[Check]
+) -> None:
+    data: dict[str, Any] = {
+        "options": {
+            "frames": args.frames,
+            "fps": args.fps,
+            "sizes": args.sizes,
+            "faces": args.faces,
+            "media": str(args.media),
+            "identity": args.identity,
+        },
+        "results": [r.as_dict() for r in results],
+        "targets": [asdict(c) for c in checks],
+    }
+    try:
+        args.json.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
+    except OSError as exc:
+        raise OutputError(f"cannot write {args.json}: {exc}") from exc
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def format_table(results: list[VariantResult]) -> str:
+    """One row per run: rate, end to end, drops, resources, then each stage's p50/p95."""
+    header = (
+        f"{'clip':24} {'size':9} {'faces':>5} {'variant':8} {'fps':>5} "
+        f"{'e2e p50/p95/p99 ms':>19} {'drop':>4} {'stale':>5} {'cpu%':>5} {'rssMiB':>6} "
+        f"{'found':>5} {'swap%':>5}"
+    )
+    header += "".join(f" {stage + ' p50/p95':>17}" for stage in STAGES)
+    lines = [header, "-" * len(header)]
+    for r in results:
+        e2e = "/".join(_ms(r.e2e_ms[q]) for q in ("p50", "p95", "p99"))
+        swap = 100.0 * r.swapped / r.frames_out if r.frames_out else 0.0
+        line = (
+            f"{r.clip[:24]:24} {f'{r.size[0]}x{r.size[1]}':9} {r.faces:5d} {r.variant:8} "
+            f"{r.output_fps:5.1f} {e2e:>19} {r.dropped_total:4d} {r.stale_shown:5d} "
+            f"{r.cpu_percent:5.0f} {r.peak_rss_mib:6.0f} {r.faces_found:5.2f} {swap:5.0f}"
+        )
+        for stage in STAGES:
+            s = r.stages_ms.get(stage)
+            cell = "-" if s is None else f"{_ms(s['p50'])}/{_ms(s['p95'])}"
+            line += f" {cell:>17}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One target checked on one pipeline run."""
+
+    clip: str
+    size: str
+    faces: int
+    target: str
+    passed: bool
+    figures: str
+
+
+def check_targets(results: list[VariantResult]) -> list[Check]:
+    """The issue's targets, checked on the pipeline rows."""
+    rows = [r for r in results if r.variant == "pipeline"]
+    one_face = {(r.clip, r.size): r for r in rows if r.faces == 1}
+    checks: list[Check] = []
+    for r in rows:
+        if r.faces == 1 and r.size in TARGET_P95_MS:
+            checks.append(_one_face_check(r))
+        elif r.faces > 1 and (base := one_face.get((r.clip, r.size))) is not None:
+            checks.append(_many_faces_check(r, base))
+    return checks
+
+
+def _one_face_check(r: VariantResult) -> Check:
+    limit = TARGET_P95_MS[r.size]
+    p95 = r.e2e_ms["p95"]
+    passed = p95 is not None and p95 <= limit
+    target = f"e2e p95 <= {limit:g} ms"
+    figures = f"p95 {_ms(p95)} ms"
+    if r.size == (640, 480):
+        min_fps = TARGET_FPS * FPS_SLACK
+        passed = passed and r.output_fps >= min_fps and r.stale_shown == 0
+        target += f", >= {min_fps:.1f} fps, 0 stale shown"
+        figures += f", {r.output_fps:.1f} fps, {r.stale_shown} stale shown"
+    return Check(r.clip, _size(r), r.faces, target, passed, figures)
+
+
+def _many_faces_check(r: VariantResult, base: VariantResult) -> Check:
+    p95, base_p95 = r.e2e_ms["p95"], base.e2e_ms["p95"]
+    limit = None if base_p95 is None else FACES_FACTOR * base_p95
+    passed = p95 is not None and limit is not None and p95 <= limit
+    target = f"e2e p95 <= {FACES_FACTOR:g} x 1-face p95 ({_ms(limit)} ms)"
+    figures = f"p95 {_ms(p95)} ms, {r.faces_found:.2f} faces found per frame"
+    return Check(r.clip, _size(r), r.faces, target, passed, figures)
+
+
+def _size(r: VariantResult) -> str:
+    return f"{r.size[0]}x{r.size[1]}"
+
+
+def format_targets(checks: list[Check]) -> str:
+    lines = ["targets (pipeline rows):"]
+    if not checks:
+        lines.append("  none apply to these sizes and face counts")
+    for c in checks:
+        verdict = "PASS" if c.passed else "FAIL"
+        lines.append(f"  {verdict}  {c.clip} {c.size} {c.faces} face(s): {c.target}: {c.figures}")
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""The benchmark's parts: the emulated live camera, the 3-face tiling, ``mirror bench``.
+
+No speed is asserted: timings only need to be plausible, with generous bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from appliance.config import Settings
+from appliance.media.live_clip import JpegClip, LiveClipSource
+from appliance.media.source_base import FrameTimeoutError
+from appliance.modelstore import ModelStore
+from appliance.pipeline.bench_clips import tile3, tile_cells, tiled_clip, video_clip
+from appliance.pipeline.factory import build_analyzer
+from tests.conftest import shared_media
+from tests.test_cli import assert_one_line_error, mirror
+
+COLOURS = [(0, 0, 255), (0, 255, 0), (255, 0, 0), (0, 255, 255)]
+
+
+def flat(colour: tuple[int, int, int], size: tuple[int, int] = (32, 24)) -> np.ndarray:
+    image = np.zeros((size[1], size[0], 3), np.uint8)
+    image[:] = colour
+    return image
+
+
+def colour_of(image: np.ndarray) -> int:
+    """Which of COLOURS a (JPEG-decoded) flat image is."""
+    means = image.reshape(-1, 3).mean(axis=0)
+    return int(np.argmin([np.abs(means - np.array(c)).sum() for c in COLOURS]))
+
+
+def test_clip_keeps_jpegs_and_decodes_in_order() -> None:
+    clip = JpegClip.from_images(flat(c) for c in COLOURS)
+    assert len(clip) == 4 and clip.size == (32, 24)
+    assert [colour_of(clip.decode(i)) for i in range(6)] == [0, 1, 2, 3, 0, 1]
+    assert clip.nbytes < 4 * 32 * 24 * 3  # compressed
+
+
+def test_frames_are_stamped_with_their_scheduled_capture_time() -> None:
+    source = LiveClipSource([flat(c) for c in COLOURS], fps=50, frames=6)
+    with source:
+        frames = [source.read(1.0) for _ in range(6)]
+        assert source.read(1.0) is None
+    indices = [f.index for f in frames if f is not None]
+    assert indices == sorted(set(indices)) and indices[-1] == 5
+    for frame in frames:
+        assert frame is not None
+        assert frame.capture_ns == source.due_ns(frame.index)
+        assert colour_of(frame.image) == frame.index % 4  # the clip loops
+    first, last = frames[0], frames[-1]
+    assert first is not None and last is not None
+    assert last.capture_ns - first.capture_ns == (last.index - first.index) * source.period_ns
+
+
+def test_a_late_reader_gets_the_newest_frame_and_the_older_ones_are_lost() -> None:
+    source = LiveClipSource([flat(c) for c in COLOURS], fps=100, frames=1000)
+    with source:
+        first = source.read(1.0)
+        time.sleep(0.08)  # 8 periods
+        late = source.read(1.0)
+        assert first is not None and late is not None
+        assert late.index >= first.index + 4
+        assert late.capture_ns <= time.monotonic_ns()  # captured, not from the future
+        assert source.frames_skipped == late.index - first.index - 1
+        assert source.frames_read == 2
+        assert source.frames_offered >= late.index + 1
+    offered = source.frames_offered  # frozen at stop
+    time.sleep(0.03)
+    assert source.frames_offered == offered
+
+
+def test_a_read_before_the_next_capture_waits_or_times_out() -> None:
+    source = LiveClipSource([flat(c) for c in COLOURS], fps=2, frames=3)
+    with source:
+        assert source.read(0.5) is not None  # frame 0 is due at once
+        with pytest.raises(FrameTimeoutError):
+            source.read(0.01)  # frame 1 is due 0.5 s after the start
+        frame = source.read(1.0)
+        assert frame is not None and frame.index == 1
+        assert time.monotonic_ns() >= source.due_ns(1)
+
+
+def test_tiling_fills_three_cells_of_the_requested_size() -> None:
+    size = (320, 240)
+    tiled = tile3([flat(COLOURS[i], (64, 48)) for i in range(3)], size)
+    assert tiled.shape == (240, 320, 3)
+    for i, (x, y, w, h) in enumerate(tile_cells(size)):
+        assert colour_of(tiled[y + h // 4 : y + 3 * h // 4, x + w // 4 : x + 3 * w // 4]) == i
+    assert not tiled[-10:, :20].any() and not tiled[-10:, -20:].any()  # the empty cell
+
+    clip = tiled_clip(JpegClip.from_images(flat(c, size) for c in COLOURS), offset=1)
+    assert clip.size == size and len(clip) == 4
+    cells = tile_cells(size)
+    frame = clip.decode(2)  # copies of frames 2, 3 and 0
+    seen = [
+        colour_of(frame[y + h // 4 : y + h // 2, x + w // 4 : x + w // 2]) for x, y, w, h in cells
+    ]
+    assert seen == [2, 3, 0]
+
+
+def test_tiled_video_shows_three_detected_faces(store: ModelStore) -> None:
+    base = video_clip(shared_media("expressive_woman.mp4"), (640, 480), 3)
+    clip = tiled_clip(base)
+    analyzer = build_analyzer(Settings(), store)
+    assert [len(analyzer.detect(clip.decode(i))) for i in range(len(clip))] == [3, 3, 3]
+
+
+def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    proc = mirror(
+        "bench",
+        "--frames",
+        "12",
+        "--sizes",
+        "320x240",
+        "--faces",
+        "1,3",
+        "--media",
+        tmp_path / "no-media",
+        "--json",
+        out,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "using the demo camera" in proc.stdout
+    assert "targets (pipeline rows):" in proc.stdout
+    data = json.loads(out.read_text())
+    runs = {(r["faces"], r["variant"]): r for r in data["results"]}
+    assert set(runs) == {(1, "naive"), (1, "pipeline"), (3, "naive"), (3, "pipeline")}
+    for run in runs.values():
+        assert run["clip"] == "demo" and run["size"] == [320, 240]
+        assert run["frames_offered"] == 12
+        assert run["frames_out"] + run["dropped_total"] <= 12
+        assert run["frames_out"] >= 1 and run["output_fps"] > 0
+        assert set(run["e2e_ms"]) >= {"p50", "p95", "p99"}
+        assert {"detect", "landmarks", "process"} <= set(run["stages_ms"])
+        assert run["cpu_percent"] > 0 and run["peak_rss_mib"] > 10
+        assert run["e2e_ms"]["p50"] <= run["e2e_ms"]["p95"] <= run["e2e_ms"]["p99"]
+    assert runs[(1, "naive")]["redetect_every"] == 1
+    assert runs[(1, "pipeline")]["redetect_every"] > 1
+    assert runs[(1, "pipeline")]["stale_shown"] == 0
+    assert runs[(3, "pipeline")]["stale_shown"] == 0
+    assert [t["faces"] for t in data["targets"]] == [3]  # only the 3-face rule applies at 320x240
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [("--faces", "2", "--faces"), ("--sizes", "big", "size"), ("--frames", "0", "--frames")],
+)
+def test_bench_bad_option_is_one_line(option: str, value: str, needle: str) -> None:
+    assert_one_line_error(mirror("bench", option, value), needle)
