@@ -101,15 +101,15 @@ def lag(snap: Snap) -> float:
 
 
 def count_detections(monkeypatch: pytest.MonkeyPatch, analyzer: FaceAnalyzer) -> list[int]:
-    """Wraps ``analyzer.detect``; the returned list grows by one per call."""
+    """Wraps ``analyzer.candidates`` (a detector run); the list grows by one per call."""
     calls: list[int] = []
-    detect: Callable[[np.ndarray], list[Detection]] = analyzer.detect
+    detect: Callable[[np.ndarray], list[Detection]] = analyzer.candidates
 
     def counting(image: np.ndarray) -> list[Detection]:
         calls.append(1)
         return detect(image)
 
-    monkeypatch.setattr(analyzer, "detect", counting)
+    monkeypatch.setattr(analyzer, "candidates", counting)
     return calls
 
 
@@ -366,3 +366,23 @@ def test_processor_follows_with_the_tracker(
     assert processor.tracks == []
     processor.max_faces = 3
     assert processor.tracker.policy == "all" and processor.tracker.max_faces == 3
+
+
+def test_only_new_faces_are_confirmed_by_the_verifier(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second detector run costs on new faces only: a followed face was confirmed."""
+    assert analyzer.verifier is not None
+    confirms: list[int] = []
+    confirm = analyzer.verifier.confirm
+
+    def counting(image: np.ndarray, det: Detection) -> bool:
+        confirms.append(1)
+        return confirm(image, det)
+
+    monkeypatch.setattr(analyzer.verifier, "confirm", counting)
+    tracker = Tracker(analyzer, detect_every=2)
+    for i in range(9):
+        assert tracker.update(astronaut, i * FRAME_NS)
+    assert tracker.detections == 5
+    assert len(confirms) == 1

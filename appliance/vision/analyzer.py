@@ -77,10 +77,16 @@ class FaceAnalyzer:
         return cls(detector, landmarks, verifier)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
-        found = self.detector.detect(image)
-        if self.verifier is None:
-            return found
-        return [d for d in found if self.verifier.confirm(image, d)]
+        """Every confirmed face."""
+        return [d for d in self.candidates(image) if self.confirm(image, d)]
+
+    def candidates(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
+        """The detector's faces, not yet confirmed (see ``confirm``)."""
+        return self.detector.detect(image)
+
+    def confirm(self, image: npt.NDArray[np.uint8], det: Detection) -> bool:
+        """Whether the verifier (if any) confirms the candidate ``det``."""
+        return self.verifier is None or self.verifier.confirm(image, det)
 
     def landmarks_for(
         self, image: npt.NDArray[np.uint8], det: Detection, refine: bool = False

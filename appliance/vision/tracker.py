@@ -199,11 +199,13 @@ class Tracker:
         self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
     ) -> list[_Candidate]:
         start = time.perf_counter()
-        detections = self.analyzer.detect(image)
-        start = add_stage_ms(timings, "detect", start)
+        candidates = self.analyzer.candidates(image)
         self.detections += 1
         self._since_detect = 0
-        pairs = self._match(detections, followed)
+        pairs = self._match(candidates, followed)
+        # a candidate continuing a followed face is that face; only new ones need confirming
+        pairs = [p for p in pairs if p[1] is not None or self.analyzer.confirm(image, p[0])]
+        start = add_stage_ms(timings, "detect", start)
         candidates = [c for d, t, f in pairs if (c := self._candidate(image, d, t, f))]
         add_stage_ms(timings, "landmarks", start)
         return candidates
