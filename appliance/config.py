@@ -53,6 +53,12 @@ class SwapSettings(_Frozen):
     feather_fraction: float = Field(
         0.08, gt=0.0, le=0.3, description="Mask feather width as a fraction of face size."
     )
+    shape_transfer: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="How far the face takes the identity's proportions (0: the visitor's shape).",
+    )
 
 
 class DetectorSettings(_Frozen):

@@ -30,7 +30,7 @@ from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from appliance.vision.identity import Identity
 from appliance.vision.swap_geometric import GeometricSwapper
-from appliance.vision.types import FaceLandmarks
+from appliance.vision.types import FaceLandmarks, FloatArray
 from tests.waiting import wait_for
 
 VGA = (640, 480)
@@ -89,10 +89,12 @@ class SlowSwapper(GeometricSwapper):
         face: FaceLandmarks,
         identity: Identity,
         timings_ms: dict[str, float] | None = None,
+        *,
         strength: float = 1.0,
+        target: FloatArray | None = None,
     ) -> bool:
         time.sleep(self.delay_s)
-        return super().swap(frame, face, identity, timings_ms, strength)
+        return super().swap(frame, face, identity, timings_ms, strength=strength, target=target)
 
 
 @pytest.fixture

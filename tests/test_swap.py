@@ -68,11 +68,33 @@ def test_keeps_visitor_eyes_when_asked(
     face = analyzer.analyze(astronaut)[0]
     centre = np.round(face.xy[468]).astype(int)  # an iris centre
     patch = (slice(centre[1] - 1, centre[1] + 2), slice(centre[0] - 1, centre[0] + 2))
-    kept = swap_once(make_processor(store, analyzer), astronaut).image
+    own_shape = updated(Settings(), {"swap": {"shape_transfer": 0.0}})
+    kept = swap_once(make_processor(store, analyzer, own_shape), astronaut).image
     assert np.array_equal(kept[patch], astronaut[patch])
-    replaced_settings = updated(Settings(), {"swap": {"keep_eyes": False}})
+    replaced_settings = updated(own_shape, {"swap": {"keep_eyes": False}})
     replaced = swap_once(make_processor(store, analyzer, replaced_settings), astronaut).image
     assert not np.array_equal(replaced[patch], astronaut[patch])
+
+
+def test_shape_transfer_moves_the_visitor_eyes_with_the_new_shape(
+    store: ModelStore, analyzer: FaceAnalyzer, astronaut: np.ndarray
+) -> None:
+    """The identity's proportions move the eyes; the visitor's own eyes go with them."""
+    processor = make_processor(store, analyzer)
+    out = swap_once(processor, astronaut).image
+    visitor = analyzer.analyze(astronaut)[0]
+    swapped = analyzer.analyze(out)[0]
+    moved = np.linalg.norm(swapped.xy[:468] - visitor.xy[:468], axis=1)
+    assert np.percentile(moved, 90) > 2.0, np.percentile(moved, [50, 90])  # another shape
+    for iris in (468, 473):
+        before = patch_mean(astronaut, visitor.xy[iris])
+        after = patch_mean(out, swapped.xy[iris])
+        assert np.abs(after - before).max() < 40, (iris, before, after)
+
+
+def patch_mean(image: np.ndarray, centre: np.ndarray, half: int = 1) -> np.ndarray:
+    x, y = np.round(centre).astype(int)
+    return image[y - half : y + half + 1, x - half : x + half + 1].reshape(-1, 3).mean(axis=0)
 
 
 def test_no_face_no_swap_no_label(store: ModelStore, analyzer: FaceAnalyzer) -> None:

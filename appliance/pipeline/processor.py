@@ -26,6 +26,7 @@ from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
+from appliance.vision.shape_transfer import ShapeTransfer
 from appliance.vision.swap_geometric import GeometricSwapper
 from appliance.vision.tracker import Policy, Track, Tracker
 from appliance.vision.types import FaceLandmarks
@@ -63,6 +64,7 @@ class FrameProcessor:
             smoothing=smoothing,
         )
         self.max_height: int | None = None  # process frames taller than this scaled down
+        self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
 
     @property
     def max_faces(self) -> int:
@@ -99,17 +101,18 @@ class FrameProcessor:
         self.redetect_every = level.redetect_every
         if level.max_height != self.max_height:
             self.max_height = level.max_height
-            self.tracker.reset()  # landmarks were in the other resolution's pixels
+            self.reset()  # landmarks were in the other resolution's pixels
 
     def process(self, frame: Frame) -> Frame:
         timings = frame.timings_ms
         work = self._scaled(frame.image, timings)
-        faces = self.find_faces(work, timings, frame.capture_ns)
-        frame.faces = len(faces)
+        tracks = self.tracker.update(work, frame.capture_ns, timings)
+        frame.faces = len(tracks)
         swapped = False
         if self.identity is not None:
-            for face in faces:
-                swapped |= self.swapper.swap(work, face, self.identity, timings)
+            for track in tracks:
+                swapped |= self._swap(work, track, self.identity, timings)
+        self.shaper.keep_only({t.track_id for t in tracks})
         frame.swapped = swapped
         if swapped and work is not frame.image:
             start = time.perf_counter()
@@ -121,6 +124,17 @@ class FrameProcessor:
             self.labeler.apply(frame.image)
             add_stage_ms(timings, "label", start)
         return frame
+
+    def _swap(
+        self, image: Image, track: Track, identity: Identity, timings: dict[str, float]
+    ) -> bool:
+        face = track.landmarks
+        target = None
+        if self.shaper.strength > 0:
+            start = time.perf_counter()
+            target = self.shaper.target(track.track_id, face.points, identity)
+            add_stage_ms(timings, "shape", start)
+        return self.swapper.swap(image, face, identity, timings, target=target)
 
     def _scaled(self, image: Image, timings: dict[str, float]) -> Image:
         """``image`` itself, or a copy scaled down to ``max_height`` lines."""
@@ -145,3 +159,4 @@ class FrameProcessor:
 
     def reset(self) -> None:
         self.tracker.reset()
+        self.shaper.reset()

@@ -1,11 +1,17 @@
 """The embedded geometric swapper: the enrolled face warped onto the visitor's mesh.
 
-Per face: rasterise the Delaunay triangles of the visitor's landmarks (far
-ones first, folded ones dropped) into a triangle-id map over the face's
-bounding box only, turn it into one dense source-coordinate map with each
-triangle's affine, ``cv2.remap`` the identity's texture through it, match
-colour, and blend through a feathered mask that leaves the visitor's own
-eyes and inner mouth.
+Per face: rasterise the Delaunay triangles of the target mesh (far ones
+first, folded ones dropped) into a triangle-id map over the face's bounding
+box only, turn it into one dense source-coordinate map with each triangle's
+affine, ``cv2.remap`` the identity's texture through it, match colour, and
+blend through a feathered mask that leaves the visitor's own eyes and inner
+mouth.
+
+The target mesh is the visitor's own landmarks, or (shape transfer) a mesh
+with the identity's proportions that meets the visitor's outline. In that
+case the visitor's face inside the outline is first moved onto the target
+mesh too (the same triangles, a second map), so their own eyes and mouth
+show where the target has them and nothing tears at the outline.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from appliance.vision.blend import alpha_blend, feather, match_colour, poisson_b
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, RIGHT_EYE
+from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
 logger = logging.getLogger(__name__)
@@ -50,21 +57,31 @@ class GeometricSwapper:
         face: FaceLandmarks,
         identity: Identity,
         timings_ms: dict[str, float] | None = None,
+        *,
         strength: float = 1.0,
+        target: FloatArray | None = None,
     ) -> bool:
-        """Swap one face in place; False when nothing was changed (face off-frame or tiny)."""
+        """Swap one face in place; False when nothing was changed (face off-frame or tiny).
+
+        ``target``: the mesh (478, 3, image pixels) to give the swapped face;
+        the visitor's own landmarks when None.
+        """
         timings = {} if timings_ms is None else timings_ms
         t0 = time.perf_counter()
-        box = _face_box(face.points, frame.shape)
+        points = face.points if target is None else target
+        box = _face_box(points, frame.shape)
         if box is None:
             return False
         x0, y0, x1, y1 = box
-        local = face.points.copy()
+        local = points.copy()
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
-        warped, covered = _warp_face(identity, local, size)
-        t1 = add_stage_ms(timings, "warp", t0)
         roi = frame[y0:y1, x0:x1]
+        visitor = None
+        if target is not None:
+            visitor = face.points[:, :2] - np.array((x0, y0), np.float32)
+        warped, covered = _warp_face(identity, local, size, roi, visitor)
+        t1 = add_stage_ms(timings, "warp", t0)
         mask = self._mask(local, covered, size)
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask)
@@ -118,30 +135,28 @@ def _face_box(points: FloatArray, shape: tuple[int, ...]) -> tuple[int, int, int
 
 
 def _rasterise(
-    local: FloatArray, identity: Identity, size: tuple[int, int]
+    dst: FloatArray, depth: FloatArray, identity: Identity, size: tuple[int, int]
 ) -> npt.NDArray[np.uint16]:
     """Triangle id + 1 per pixel (0 = none); near triangles drawn last, folded ones skipped."""
     tris = identity.triangles
-    dst = local[:, :2][tris]
+    dst_t = dst[tris]
     src = identity.points[:, :2][tris]
-    dst_area = cross2(dst[:, 1] - dst[:, 0], dst[:, 2] - dst[:, 0])
+    dst_area = cross2(dst_t[:, 1] - dst_t[:, 0], dst_t[:, 2] - dst_t[:, 0])
     src_area = cross2(src[:, 1] - src[:, 0], src[:, 2] - src[:, 0])
     visible = (np.sign(dst_area) == np.sign(src_area)) & (np.abs(dst_area) > 0.05)
-    depth = local[:, 2][tris].mean(axis=1)
     order = np.flatnonzero(visible)
-    order = order[np.argsort(-depth[order], kind="stable")]
+    order = order[np.argsort(-depth[tris].mean(axis=1)[order], kind="stable")]
     ids = np.zeros((size[1], size[0]), np.uint16)
-    fixed = _fixed(dst)
+    fixed = _fixed(dst_t)
     for t in order:
         cv2.fillConvexPoly(ids, fixed[t], int(t) + 1, cv2.LINE_8, _SHIFT)
     return ids
 
 
-def _affines(identity: Identity, local: FloatArray) -> FloatArray:
-    """Per triangle, the 2x3 affine from frame (ROI) pixels to texture pixels."""
-    tris = identity.triangles
-    dst = local[:, :2][tris].astype(np.float64)
-    src = identity.points[:, :2][tris].astype(np.float64)
+def _affines(src_xy: FloatArray, dst_xy: FloatArray, tris: IntArray) -> FloatArray:
+    """Per triangle, the 2x3 affine from destination (ROI) pixels to source pixels."""
+    dst = dst_xy[tris].astype(np.float64)
+    src = src_xy[tris].astype(np.float64)
     ones = np.ones((len(tris), 3, 1))
     dst_h = np.concatenate([dst, ones], axis=2)  # (T, 3, 3): rows are points
     det = np.linalg.det(dst_h)
@@ -150,8 +165,17 @@ def _affines(identity: Identity, local: FloatArray) -> FloatArray:
     return np.transpose(solved, (0, 2, 1)).astype(np.float32)
 
 
-def _warp_face(identity: Identity, local: FloatArray, size: tuple[int, int]) -> tuple[Image, Image]:
+def _warp_face(
+    identity: Identity,
+    local: FloatArray,
+    size: tuple[int, int],
+    roi: Image,
+    visitor: FloatArray | None = None,
+) -> tuple[Image, Image]:
     """The identity texture warped onto the ROI, and where any triangle covers it.
+
+    With ``visitor`` (the visitor's own landmarks in ROI pixels) the ROI itself
+    is first moved, in place, from those landmarks onto ``local``.
 
     The piecewise-affine map is continuous, so for large faces it is computed
     on a grid ``_MAP_STEP`` times coarser and interpolated: the texture is still
@@ -159,33 +183,34 @@ def _warp_face(identity: Identity, local: FloatArray, size: tuple[int, int]) -> 
     """
     w, h = size
     step = _MAP_STEP if min(w, h) >= _MAP_STEP_MIN_PX else 1
-    if step == 1:
-        ids = _rasterise(local, identity, size)
-        map_x, map_y = _maps(identity, local, ids)
-    else:
-        coarse = local.copy()
-        coarse[:, :2] = (local[:, :2] + 0.5) / step - 0.5
-        small = (-(-w // step), -(-h // step))
-        ids = _rasterise(coarse, identity, small)
-        map_x, map_y = _maps(identity, coarse, ids)
-        map_x = np.asarray(cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR), np.float32)
-        map_y = np.asarray(cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR), np.float32)
+    dst = ((local[:, :2] + 0.5) / step - 0.5).astype(np.float32)
+    grid = (-(-w // step), -(-h // step))
+    ids = _rasterise(dst, local[:, 2], identity, grid)
+    sources = [identity.points[:, :2]] + ([visitor] if visitor is not None else [])
+    maps = [_maps(src, dst, identity.triangles, ids) for src in sources]
+    if step > 1:
+        maps = [(_upscale(mx, size), _upscale(my, size)) for mx, my in maps]
         ids = np.asarray(cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST), np.uint16)
+    covered: Image = (ids > 0).astype(np.uint8)
+    if visitor is not None:
+        moved = cv2.remap(roi, *maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        np.copyto(roi, np.asarray(moved, np.uint8), where=covered[..., None] > 0)
     warped: Image = np.asarray(
-        cv2.remap(
-            identity.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-        ),
+        cv2.remap(identity.texture, *maps[0], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
         np.uint8,
     )
-    covered: Image = (ids > 0).astype(np.uint8)
     return warped, covered
 
 
+def _upscale(coarse: FloatArray, size: tuple[int, int]) -> FloatArray:
+    return np.asarray(cv2.resize(coarse, size, interpolation=cv2.INTER_LINEAR), np.float32)
+
+
 def _maps(
-    identity: Identity, local: FloatArray, ids: npt.NDArray[np.uint16]
+    src_xy: FloatArray, dst_xy: FloatArray, tris: IntArray, ids: npt.NDArray[np.uint16]
 ) -> tuple[FloatArray, FloatArray]:
-    """Per pixel, the texture coordinates of its triangle's affine (-1 where none)."""
-    affines = _affines(identity, local)
+    """Per pixel, the source coordinates of its triangle's affine (-1 where none)."""
+    affines = _affines(src_xy, dst_xy, tris)
     h, w = ids.shape
     map_x = np.full((h, w), -1.0, np.float32)
     map_y = np.full((h, w), -1.0, np.float32)

@@ -1,0 +1,115 @@
+"""Shape transfer: the identity's face proportions in the visitor's pose and expression.
+
+A swap that keeps the visitor's face shape looks like the visitor with
+someone else's skin. Per frame and followed face:
+
+1. the identity's mesh is put into the visitor's head pose by a rigid fit on
+   points that move little with expression (``pose3d.RIGID_POINTS``);
+2. the visitor's expression is their mesh minus their own neutral mesh, both
+   in the identity's frame; the neutral starts as the first frame of the track
+   and follows slowly while the mouth is closed and the eyes are open;
+3. target = posed identity + expression, eased back to the visitor's own
+   outline near the face oval (weight 0 on the oval, 1 at ``outline_band`` of
+   the face height inside), so the reshaped face joins the visitor's head and
+   background seamlessly.
+
+The swapper then moves the visitor's own eyes and mouth to the target mesh
+and lays the identity's texture over it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from appliance.vision.identity import Identity
+from appliance.vision.mesh import (
+    CHIN,
+    FACE_OVAL,
+    FOREHEAD,
+    LEFT_EYE_EAR,
+    LOWER_LIP,
+    RIGHT_EYE_EAR,
+    UPPER_LIP,
+)
+from appliance.vision.pose3d import F64, RIGID_POINTS, similarity
+from appliance.vision.types import FloatArray
+
+logger = logging.getLogger(__name__)
+
+NEUTRAL_RATE = 0.05  # share of the way the neutral mesh follows per neutral-looking frame
+MOUTH_CLOSED = 0.04  # lip gap / face height below this: mouth closed
+EYES_OPEN = 0.2  # eye aspect ratio above this: eyes open
+
+
+def eye_aspect_ratio(points: FloatArray | F64, ring: tuple[int, ...]) -> float:
+    p = np.asarray(points, np.float64)[list(ring), :2]
+    width = float(np.linalg.norm(p[0] - p[3]))
+    height = float(np.linalg.norm(p[1] - p[5]) + np.linalg.norm(p[2] - p[4]))
+    return height / (2 * width) if width > 0 else 0.0
+
+
+def looks_neutral(points: FloatArray | F64) -> bool:
+    """Mouth closed and both eyes open."""
+    p = np.asarray(points, np.float64)
+    face = float(np.linalg.norm(p[FOREHEAD, :2] - p[CHIN, :2]))
+    gap = float(np.linalg.norm(p[UPPER_LIP, :2] - p[LOWER_LIP, :2]))
+    eyes = min(eye_aspect_ratio(p, RIGHT_EYE_EAR), eye_aspect_ratio(p, LEFT_EYE_EAR))
+    return face > 0 and gap / face < MOUTH_CLOSED and eyes > EYES_OPEN
+
+
+def outline_weights(points: FloatArray, band: float) -> F64:
+    """Per point, 0 on the face oval rising smoothly to 1 at ``band`` face heights inside."""
+    xy = np.asarray(points[:, :2], np.float64)
+    oval = xy[list(FACE_OVAL)]
+    edges_a, edges_b = oval, np.roll(oval, -1, axis=0)
+    seg = edges_b - edges_a
+    rel = xy[:, None, :] - edges_a[None, :, :]
+    t = np.clip((rel * seg).sum(axis=2) / np.maximum((seg**2).sum(axis=1), 1e-9), 0.0, 1.0)
+    nearest = edges_a[None] + t[..., None] * seg[None]
+    dist = np.linalg.norm(xy[:, None, :] - nearest, axis=2).min(axis=1)
+    height = float(np.linalg.norm(xy[FOREHEAD] - xy[CHIN])) or 1.0
+    x = np.clip(dist / (band * height), 0.0, 1.0)
+    weights: F64 = x * x * (3 - 2 * x)
+    weights[list(FACE_OVAL)] = 0.0
+    return weights
+
+
+class ShapeTransfer:
+    """Target meshes per followed face; keeps each track's neutral mesh."""
+
+    def __init__(self, strength: float = 1.0, outline_band: float = 0.12) -> None:
+        self.strength = strength
+        self.outline_band = outline_band
+        self._neutral: dict[int, F64] = {}
+        self._weights: tuple[Identity, F64] | None = None
+
+    def target(self, track_id: int, visitor: FloatArray, identity: Identity) -> FloatArray:
+        """Where the swapped face's 478 points go in this frame (image pixels)."""
+        rigid = list(RIGID_POINTS)
+        pose = similarity(identity.points[rigid], visitor[rigid])
+        seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
+        neutral = self._neutral.get(track_id)
+        if neutral is None:
+            neutral = seen
+        elif looks_neutral(visitor):
+            neutral = neutral + NEUTRAL_RATE * (seen - neutral)
+        self._neutral[track_id] = neutral
+        shaped = pose.apply(identity.points.astype(np.float64) + (seen - neutral))
+        weights = self._outline(identity) * self.strength
+        out = visitor + weights[:, None] * (shaped - visitor)
+        return out.astype(np.float32)
+
+    def keep_only(self, track_ids: set[int]) -> None:
+        """Forget the neutral meshes of faces no longer followed."""
+        for gone in set(self._neutral) - track_ids:
+            del self._neutral[gone]
+
+    def reset(self) -> None:
+        self._neutral.clear()
+
+    def _outline(self, identity: Identity) -> F64:
+        if self._weights is None or self._weights[0] is not identity:
+            self._weights = (identity, outline_weights(identity.points, self.outline_band))
+        return self._weights[1]
