@@ -23,10 +23,12 @@ from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.face_pool import FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
-from appliance.vision.shape_transfer import ShapeTransfer
+from appliance.vision.reliability import Fade, swap_weight, yaw_degrees
+from appliance.vision.shape_transfer import ShapeTransfer, head_pose
 from appliance.vision.swap_geometric import GeometricSwapper
 from appliance.vision.tracker import Policy, Track, Tracker
 from appliance.vision.types import FaceLandmarks
@@ -56,8 +58,10 @@ class FrameProcessor:
         self.swapper = swapper
         self.labeler = labeler
         self.identity = identity
+        self.pool = FacePool()
         self.tracker = Tracker(
             analyzer,
+            pool=self.pool,
             detect_every=redetect_every,
             policy=_policy(max_faces),
             max_faces=max_faces,
@@ -65,6 +69,7 @@ class FrameProcessor:
         )
         self.max_height: int | None = None  # process frames taller than this scaled down
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
+        self.fade = Fade()
 
     @property
     def max_faces(self) -> int:
@@ -109,10 +114,16 @@ class FrameProcessor:
         tracks = self.tracker.update(work, frame.capture_ns, timings)
         frame.faces = len(tracks)
         swapped = False
-        if self.identity is not None:
-            for track in tracks:
-                swapped |= self._swap(work, track, self.identity, timings)
+        identity = self.identity
+        if identity is not None:
+            stamp = frame.capture_ns
+            done = self.pool.map(lambda w, t: self._swap(work, t, identity, stamp), tracks)
+            for ok, stages in done:
+                swapped |= ok
+                for stage, ms in stages.items():
+                    timings[stage] = timings.get(stage, 0.0) + ms
         self.shaper.keep_only({t.track_id for t in tracks})
+        self.fade.keep_only({t.track_id for t in tracks})
         frame.swapped = swapped
         if swapped and work is not frame.image:
             start = time.perf_counter()
@@ -126,15 +137,29 @@ class FrameProcessor:
         return frame
 
     def _swap(
-        self, image: Image, track: Track, identity: Identity, timings: dict[str, float]
-    ) -> bool:
+        self, image: Image, track: Track, identity: Identity, stamp_ns: int
+    ) -> tuple[bool, dict[str, float]]:
+        """Swap one face (on any worker thread); whether it changed and its stage timings.
+
+        The swap strength follows how reliable the face is (``reliability``):
+        it fades out as the face leaves the frame, turns away or gets tiny.
+        """
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
         face = track.landmarks
+        pose = head_pose(identity, face.points)
+        weight = swap_weight(face.points, image.shape, yaw_degrees(pose.rotation))
+        strength = self.fade.update(track.track_id, weight, stamp_ns)
+        if strength <= 0.0:
+            return False, timings
         target = None
         if self.shaper.strength > 0:
-            start = time.perf_counter()
-            target = self.shaper.target(track.track_id, face.points, identity)
-            add_stage_ms(timings, "shape", start)
-        return self.swapper.swap(image, face, identity, timings, target=target)
+            target = self.shaper.target(track.track_id, face.points, identity, pose, strength)
+        add_stage_ms(timings, "shape", start)
+        swapped = self.swapper.swap(
+            image, face, identity, timings, strength=strength, target=target
+        )
+        return swapped, timings
 
     def _scaled(self, image: Image, timings: dict[str, float]) -> Image:
         """``image`` itself, or a copy scaled down to ``max_height`` lines."""
@@ -160,3 +185,4 @@ class FrameProcessor:
     def reset(self) -> None:
         self.tracker.reset()
         self.shaper.reset()
+        self.fade.reset()

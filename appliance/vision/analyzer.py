@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -54,6 +54,23 @@ class FaceAnalyzer:
     detector: FaceDetector
     landmarks: LandmarkModel
     verifier: FaceVerifier | None = None
+    backend: Backend | None = None  # to load a landmark model per extra worker thread
+    _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
+
+    def landmarks_on(self, worker: int) -> LandmarkModel:
+        """The landmark model of worker thread ``worker`` (0: ``landmarks`` itself).
+
+        An interpreter runs one call at a time, so each worker has its own
+        (loaded on first use; without a backend all share ``landmarks``).
+        """
+        if worker == 0 or self.backend is None:
+            return self.landmarks
+        model = self._workers.get(worker)
+        if model is None:
+            model = self._workers[worker] = LandmarkModel(
+                self.backend.load(self.landmarks.model.path)
+            )
+        return model
 
     @classmethod
     def from_store(
@@ -74,7 +91,7 @@ class FaceAnalyzer:
             verifier = FaceVerifier(
                 FaceDetector(backend.load(store.path("face_detector_full")), "full", 0.3, 4)
             )
-        return cls(detector, landmarks, verifier)
+        return cls(detector, landmarks, verifier, backend)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

@@ -153,16 +153,18 @@ def _rasterise(
     return ids
 
 
-def _affines(src_xy: FloatArray, dst_xy: FloatArray, tris: IntArray) -> FloatArray:
-    """Per triangle, the 2x3 affine from destination (ROI) pixels to source pixels."""
+def _affines(sources: list[FloatArray], dst_xy: FloatArray, tris: IntArray) -> FloatArray:
+    """Per triangle, the affines from destination (ROI) pixels to each source's pixels.
+
+    (T, 3, 2 * len(sources)): ``[x y 1] @ out[t]`` is every source's (x, y) in turn.
+    """
     dst = dst_xy[tris].astype(np.float64)
-    src = src_xy[tris].astype(np.float64)
     ones = np.ones((len(tris), 3, 1))
     dst_h = np.concatenate([dst, ones], axis=2)  # (T, 3, 3): rows are points
     det = np.linalg.det(dst_h)
     dst_h[np.abs(det) < 1e-9] += np.eye(3) * 1e-3
-    solved = np.linalg.solve(dst_h, src)  # (T, 3, 2): [x y 1] @ M = src
-    return np.transpose(solved, (0, 2, 1)).astype(np.float32)
+    src = np.concatenate([s[tris].astype(np.float64) for s in sources], axis=2)
+    return np.linalg.solve(dst_h, src).astype(np.float32)
 
 
 def _warp_face(
@@ -187,7 +189,7 @@ def _warp_face(
     grid = (-(-w // step), -(-h // step))
     ids = _rasterise(dst, local[:, 2], identity, grid)
     sources = [identity.points[:, :2]] + ([visitor] if visitor is not None else [])
-    maps = [_maps(src, dst, identity.triangles, ids) for src in sources]
+    maps = _maps(sources, dst, identity.triangles, ids)
     if step > 1:
         maps = [(_upscale(mx, size), _upscale(my, size)) for mx, my in maps]
         ids = np.asarray(cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST), np.uint16)
@@ -207,17 +209,15 @@ def _upscale(coarse: FloatArray, size: tuple[int, int]) -> FloatArray:
 
 
 def _maps(
-    src_xy: FloatArray, dst_xy: FloatArray, tris: IntArray, ids: npt.NDArray[np.uint16]
-) -> tuple[FloatArray, FloatArray]:
-    """Per pixel, the source coordinates of its triangle's affine (-1 where none)."""
-    affines = _affines(src_xy, dst_xy, tris)
+    sources: list[FloatArray], dst_xy: FloatArray, tris: IntArray, ids: npt.NDArray[np.uint16]
+) -> list[tuple[FloatArray, FloatArray]]:
+    """Per source, per pixel, its coordinates by the pixel's triangle affine (-1 where none)."""
+    affines = _affines(sources, dst_xy, tris)
     h, w = ids.shape
-    map_x = np.full((h, w), -1.0, np.float32)
-    map_y = np.full((h, w), -1.0, np.float32)
+    planes = np.full((affines.shape[2], h, w), -1.0, np.float32)
     ys, xs = np.nonzero(ids)
     if ys.size:
-        m = affines[ids[ys, xs].astype(np.intp) - 1]
-        fx, fy = xs.astype(np.float32), ys.astype(np.float32)
-        map_x[ys, xs] = m[:, 0, 0] * fx + m[:, 0, 1] * fy + m[:, 0, 2]
-        map_y[ys, xs] = m[:, 1, 0] * fx + m[:, 1, 1] * fy + m[:, 1, 2]
-    return map_x, map_y
+        m = affines[ids[ys, xs].astype(np.intp) - 1]  # (N, 3, 2k)
+        fx, fy = xs.astype(np.float32)[:, None], ys.astype(np.float32)[:, None]
+        planes[:, ys, xs] = (m[:, 0] * fx + m[:, 1] * fy + m[:, 2]).T
+    return [(planes[2 * i], planes[2 * i + 1]) for i in range(len(sources))]

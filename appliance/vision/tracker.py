@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.face_pool import FacePool
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
@@ -143,8 +144,10 @@ class Tracker:
         *,
         smoothing: OneEuroParams | None = None,
         presence_threshold: float = PRESENCE_THRESHOLD,
+        pool: FacePool | None = None,
     ) -> None:
         self.analyzer = analyzer
+        self.pool = pool or FacePool(parallel=False)  # followed faces' landmarks over threads
         self.detect_every = detect_every  # may be changed at run time
         self.policy: Policy = policy
         self.max_faces = max_faces
@@ -191,7 +194,7 @@ class Tracker:
     def _follow(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
         """Each track's landmarks, from a crop around its previous raw landmarks."""
         start = time.perf_counter()
-        faces = [self._landmarks(image, t.next_roi()) for t in self._tracks]
+        faces = self.pool.map(lambda w, t: self._landmarks(image, t.next_roi(), w), self._tracks)
         add_stage_ms(timings, "landmarks", start)
         return faces
 
@@ -199,10 +202,10 @@ class Tracker:
         self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
     ) -> list[_Candidate]:
         start = time.perf_counter()
-        candidates = self.analyzer.candidates(image)
+        found = self.analyzer.candidates(image)
         self.detections += 1
         self._since_detect = 0
-        pairs = self._match(candidates, followed)
+        pairs = self._match(found, followed)
         # a candidate continuing a followed face is that face; only new ones need confirming
         pairs = [p for p in pairs if p[1] is not None or self.analyzer.confirm(image, p[0])]
         start = add_stage_ms(timings, "detect", start)
@@ -251,17 +254,18 @@ class Tracker:
             return None
         return _Candidate(track, face)
 
-    def _landmarks(self, image: Image, roi: Roi) -> FaceLandmarks:
+    def _landmarks(self, image: Image, roi: Roi, worker: int = 0) -> FaceLandmarks:
         """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
         centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks."""
-        face = self.analyzer.landmarks.run(image, roi)
+        model = self.analyzer.landmarks_on(worker)
+        face = model.run(image, roi)
         if face.presence < self.presence_threshold:
             return face
         centred = roi_from_landmarks(face.points)
         if math.hypot(centred.cx - roi.cx, centred.cy - roi.cy) <= RECROP_OFFSET * roi.size:
             return face
         self.recrops += 1
-        again = self.analyzer.landmarks.run(image, centred)
+        again = model.run(image, centred)
         return again if again.presence >= self.presence_threshold else face
 
     def _select(self, candidates: list[_Candidate]) -> list[_Candidate]:
