@@ -33,7 +33,7 @@ from appliance.vision.mesh import (
     RIGHT_EYE_EAR,
     UPPER_LIP,
 )
-from appliance.vision.pose3d import F64, RIGID_POINTS, similarity
+from appliance.vision.pose3d import F64, RIGID_POINTS, Similarity, similarity
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
@@ -76,6 +76,12 @@ def outline_weights(points: FloatArray, band: float) -> F64:
     return weights
 
 
+def head_pose(identity: Identity, visitor: FloatArray) -> Similarity:
+    """The rigid fit putting the identity's mesh into the visitor's head pose."""
+    rigid = list(RIGID_POINTS)
+    return similarity(identity.points[rigid], visitor[rigid])
+
+
 class ShapeTransfer:
     """Target meshes per followed face; keeps each track's neutral mesh."""
 
@@ -85,10 +91,20 @@ class ShapeTransfer:
         self._neutral: dict[int, F64] = {}
         self._weights: tuple[Identity, F64] | None = None
 
-    def target(self, track_id: int, visitor: FloatArray, identity: Identity) -> FloatArray:
-        """Where the swapped face's 478 points go in this frame (image pixels)."""
-        rigid = list(RIGID_POINTS)
-        pose = similarity(identity.points[rigid], visitor[rigid])
+    def target(
+        self,
+        track_id: int,
+        visitor: FloatArray,
+        identity: Identity,
+        pose: Similarity | None = None,
+        amount: float = 1.0,
+    ) -> FloatArray:
+        """Where the swapped face's 478 points go in this frame (image pixels).
+
+        ``pose``: the identity-to-visitor fit (``head_pose``), computed when not
+        given; ``amount`` scales the reshaping (a fading swap reshapes less).
+        """
+        pose = pose or head_pose(identity, visitor)
         seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
         neutral = self._neutral.get(track_id)
         if neutral is None:
@@ -97,7 +113,7 @@ class ShapeTransfer:
             neutral = neutral + NEUTRAL_RATE * (seen - neutral)
         self._neutral[track_id] = neutral
         shaped = pose.apply(identity.points.astype(np.float64) + (seen - neutral))
-        weights = self._outline(identity) * self.strength
+        weights = self._outline(identity) * (self.strength * amount)
         out = visitor + weights[:, None] * (shaped - visitor)
         return out.astype(np.float32)
 
