@@ -118,6 +118,7 @@ def _progress(r: VariantResult) -> str:
         f"{r.clip} {r.size[0]}x{r.size[1]} {r.faces} face(s) {r.variant}: "
         f"{r.output_fps:.1f} fps, e2e p95 {_ms(r.e2e_ms['p95'])} ms, "
         f"{r.dropped_total} dropped, {r.stale_shown} stale shown, {r.faces_found:.1f} faces found"
+        + (f", quality at the end: {r.extra['quality']}" if "quality" in r.extra else "")
     )
 
 

@@ -28,11 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from appliance.config import PipelineSettings
 from appliance.errors import ConfigError
 from appliance.media.live_clip import JpegClip, LiveClipSource
 from appliance.media.null_sink import NullSink
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
+from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.bench_clips import BenchClip
 from appliance.pipeline.frames import Frame
 from appliance.pipeline.meters import summarise
@@ -189,8 +191,12 @@ def _pipeline_runner(
     telemetry: Telemetry,
     budget_ms: float,
 ) -> PipelineRunner:
-    """The runner as the appliance builds it (the one place to change what the bench runs)."""
-    return PipelineRunner(source, processor, sinks, telemetry, latency_budget_ms=budget_ms)
+    """The runner as the appliance builds it (the one place to change what the bench runs):
+    with adaptive quality, so a variant that cannot keep up degrades as it would live."""
+    controller = AdaptiveController(processor, telemetry, PipelineSettings())
+    return PipelineRunner(
+        source, processor, sinks, telemetry, latency_budget_ms=budget_ms, controller=controller
+    )
 
 
 def _run_pipeline(
@@ -199,9 +205,11 @@ def _run_pipeline(
     """The threaded pipeline with the processor's own detect/track schedule."""
     telemetry = Telemetry(window_samples=max(TELEMETRY_WINDOW, source.frames))  # every frame
     runner = _pipeline_runner(source, processor, [sink], telemetry, budget_ms)
+    configured = processor.quality
     try:
         snap = runner.run_for(timeout_s=source.frames / source.fps + END_GRACE_S)
     finally:
+        processor.set_quality(configured)
         processor.reset()
     return VariantResult(
         variant="pipeline",
@@ -213,6 +221,8 @@ def _run_pipeline(
             "end_reason": runner.end_reason,
             "errors": snap.errors,
             "passthrough": snap.passthrough,
+            "quality": snap.quality,
+            "degrade_level": snap.degrade_level,
         },
     )
 
