@@ -13,7 +13,7 @@ import numpy.typing as npt
 from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
-from appliance.vision.triangulation import IntArray, delaunay
+from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,9 @@ def enroll(
         )
     texture, points = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
-    return Identity(name=name, texture=texture, points=points, triangles=delaunay(points))
+    return Identity(
+        name=name, texture=texture, points=points, triangles=delaunay(points, swap_mesh(points))
+    )
 
 
 def enroll_file(path: Path, analyzer: FaceAnalyzer) -> Identity:
