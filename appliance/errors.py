@@ -58,3 +58,7 @@ class SourceError(MirrorError, OSError):
 
 class OutputError(MirrorError, OSError):
     """An output file or sink cannot be written."""
+
+
+class MissingExtraError(MirrorError, ImportError):
+    """An optional install extra (such as ``.[eval]``) is needed and not installed."""
