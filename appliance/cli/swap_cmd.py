@@ -6,13 +6,11 @@ import argparse
 import logging
 from pathlib import Path
 
-import cv2
-
 from appliance.cli.common import ProgressBar, add_config_argument, load_cli_settings
 from appliance.errors import NoFaceError
 from appliance.media.stills import save_still
 from appliance.media.video_sink import VideoFileSink, check_writable
-from appliance.media.video_source import VideoFileSource
+from appliance.media.video_source import VideoFileSource, frame_count
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.frames import Frame
@@ -66,7 +64,7 @@ def _swap_video(args: argparse.Namespace) -> int:
         args.identity,
         max_faces=settings.detector.max_faces if args.all_faces else 1,
     )
-    total = _frame_count(args.input)
+    total = frame_count(args.input)
     swapped = frames = 0
     bar = ProgressBar(total, "swap-video")
     with VideoFileSink(args.output, fps=source.fps, size=source.size) as sink, source:
@@ -81,12 +79,3 @@ def _swap_video(args: argparse.Namespace) -> int:
     bar.close()
     print(f"{args.output}: {frames} frames, {swapped} with a swapped face (labelled)")
     return 0
-
-
-def _frame_count(path: Path) -> int | None:
-    cap = cv2.VideoCapture(str(path))
-    try:
-        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-    finally:
-        cap.release()
-    return count if count > 0 else None

@@ -7,10 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
-
 from appliance.errors import InputError
-from appliance.media.video_source import VideoFileSource
+from appliance.media.video_source import VideoFileSource, frame_count
 from appliance.pipeline.frames import Image
 from appliance.vision.identity import read_image
 
@@ -58,13 +56,4 @@ def open_clip(path: Path) -> Clip:
             )
         return Clip(path, FOLDER_FPS, len(files))
     source = VideoFileSource(path, paced=False)  # raises SourceError when unusable
-    return Clip(path, source.fps, _frame_count(path))
-
-
-def _frame_count(path: Path) -> int | None:
-    cap = cv2.VideoCapture(str(path))
-    try:
-        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-    finally:
-        cap.release()
-    return count if count > 0 else None
+    return Clip(path, source.fps, frame_count(path))

@@ -50,6 +50,16 @@ def _probe(path: Path) -> tuple[tuple[int, int], float]:
     return (int(width), int(height)), float(fps)
 
 
+def frame_count(path: Path) -> int | None:
+    """The frame count the file states (for progress), or None when it states none."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+    finally:
+        cap.release()
+    return count if count > 0 else None
+
+
 class VideoFileSource(FrameSource):
     """Plays a video file once (or forever with ``loop``) as a frame source.
 
