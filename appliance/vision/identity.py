@@ -13,6 +13,7 @@ import numpy.typing as npt
 from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
+from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
 from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
 
@@ -31,6 +32,8 @@ class Identity:
     texture: npt.NDArray[np.uint8]
     points: FloatArray  # (478, 3)
     triangles: IntArray  # (T, 3)
+    shape: FloatArray  # (478, 3): ``points`` with the mouth closed, the base for reshaping
+    mouth_open: bool = False  # photographed with an open mouth: its lips are not used
 
 
 def read_image(path: Path) -> npt.NDArray[np.uint8]:
@@ -71,7 +74,12 @@ def enroll(
     texture, points = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
     return Identity(
-        name=name, texture=texture, points=points, triangles=delaunay(points, swap_mesh(points))
+        name=name,
+        texture=texture,
+        points=points,
+        triangles=delaunay(points, swap_mesh(points)),
+        shape=close_mouth(points),
+        mouth_open=mouth_gap(points) >= CLOSED_GAP,
     )
 
 

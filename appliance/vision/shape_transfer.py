@@ -7,7 +7,9 @@ someone else's skin. Per frame and followed face:
    points that move little with expression (``pose3d.RIGID_POINTS``);
 2. the visitor's expression is their mesh minus their own neutral mesh, both
    in the identity's frame; the neutral starts as the first frame of the track
-   and follows slowly while the mouth is closed and the eyes are open;
+   with its mouth closed (so a visitor who arrives talking or laughing keeps
+   an open mouth) and follows slowly while the mouth is closed and the eyes
+   are open;
 3. target = posed identity + expression, eased back to the visitor's own
    outline near the face oval (weight 0 on the oval, 1 at ``outline_band`` of
    the face height inside), so the reshaped face joins the visitor's head and
@@ -30,9 +32,11 @@ from appliance.vision.mesh import (
     FOREHEAD,
     LEFT_EYE_EAR,
     LOWER_LIP,
+    OUTER_LIPS,
     RIGHT_EYE_EAR,
     UPPER_LIP,
 )
+from appliance.vision.neutral import close_mouth
 from appliance.vision.pose3d import F64, RIGID_POINTS, Similarity, similarity
 from appliance.vision.types import FloatArray
 
@@ -41,6 +45,8 @@ logger = logging.getLogger(__name__)
 NEUTRAL_RATE = 0.05  # share of the way the neutral mesh follows per neutral-looking frame
 MOUTH_CLOSED = 0.04  # lip gap / face height below this: mouth closed
 EYES_OPEN = 0.2  # eye aspect ratio above this: eyes open
+MOUTH_KEEP = 0.5  # share of the visitor's own mouth shape kept at the mouth centre
+MOUTH_REACH = 0.25  # face heights from the mouth centre over which that share fades out
 
 
 def eye_aspect_ratio(points: FloatArray | F64, ring: tuple[int, ...]) -> float:
@@ -73,13 +79,18 @@ def outline_weights(points: FloatArray, band: float) -> F64:
     x = np.clip(dist / (band * height), 0.0, 1.0)
     weights: F64 = x * x * (3 - 2 * x)
     weights[list(FACE_OVAL)] = 0.0
+    # the mouth keeps part of the visitor's own shape: its width and corners carry
+    # smiles, which a neutral taken from the first frame cannot tell from shape
+    centre = xy[list(OUTER_LIPS)].mean(axis=0)
+    near = np.clip(np.linalg.norm(xy - centre, axis=1) / (MOUTH_REACH * height), 0.0, 1.0)
+    weights *= 1.0 - MOUTH_KEEP * (1.0 - near * near * (3 - 2 * near))
     return weights
 
 
 def head_pose(identity: Identity, visitor: FloatArray) -> Similarity:
     """The rigid fit putting the identity's mesh into the visitor's head pose."""
     rigid = list(RIGID_POINTS)
-    return similarity(identity.points[rigid], visitor[rigid])
+    return similarity(identity.shape[rigid], visitor[rigid])
 
 
 class ShapeTransfer:
@@ -107,12 +118,12 @@ class ShapeTransfer:
         pose = pose or head_pose(identity, visitor)
         seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
         neutral = self._neutral.get(track_id)
-        if neutral is None:
-            neutral = seen
+        if neutral is None:  # a first look: take it, with the mouth closed, as neutral
+            neutral = close_mouth(seen.astype(np.float32)).astype(np.float64)
         elif looks_neutral(visitor):
             neutral = neutral + NEUTRAL_RATE * (seen - neutral)
         self._neutral[track_id] = neutral
-        shaped = pose.apply(identity.points.astype(np.float64) + (seen - neutral))
+        shaped = pose.apply(identity.shape.astype(np.float64) + (seen - neutral))
         weights = self._outline(identity) * (self.strength * amount)
         out = visitor + weights[:, None] * (shaped - visitor)
         return out.astype(np.float32)

@@ -28,7 +28,7 @@ from appliance.timing import add_stage_ms
 from appliance.vision.blend import alpha_blend, feather, match_colour, poisson_blend
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
-from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, RIGHT_EYE
+from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, OUTER_LIPS, RIGHT_EYE
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -41,6 +41,7 @@ _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
+_LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
 
 Image = npt.NDArray[np.uint8]
 
@@ -82,7 +83,7 @@ class GeometricSwapper:
             visitor = face.points[:, :2] - np.array((x0, y0), np.float32)
         warped, covered = _warp_face(identity, local, size, roi, visitor)
         t1 = add_stage_ms(timings, "warp", t0)
-        mask = self._mask(local, covered, size)
+        mask = self._mask(local, covered, size, identity)
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask)
         face_px = float(np.ptp(local[_OVAL, 1]))
@@ -96,7 +97,9 @@ class GeometricSwapper:
         add_stage_ms(timings, "blend", t1)
         return bool(alpha.any())
 
-    def _mask(self, local: FloatArray, covered: Image, size: tuple[int, int]) -> Image:
+    def _mask(
+        self, local: FloatArray, covered: Image, size: tuple[int, int], identity: Identity
+    ) -> Image:
         mask = np.zeros((size[1], size[0]), np.uint8)
         cv2.fillPoly(mask, [_fixed(local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
         mask[covered == 0] = 0
@@ -105,8 +108,11 @@ class GeometricSwapper:
             holes += list(_HOLES["eyes"])
         if self.settings.keep_mouth:
             holes += list(_HOLES["mouth"])
-        for ring in holes:
-            cv2.fillPoly(mask, [_fixed(_grow(local[ring, :2], 1.25))], 0, cv2.LINE_8, _SHIFT)
+        rings = [(ring, 1.25) for ring in holes]
+        if self.settings.keep_mouth and identity.mouth_open:
+            rings.append((_LIPS, 1.1))
+        for ring, grow in rings:
+            cv2.fillPoly(mask, [_fixed(_grow(local[ring, :2], grow))], 0, cv2.LINE_8, _SHIFT)
         return mask
 
 
