@@ -53,6 +53,9 @@ class SwapSettings(_Frozen):
     feather_fraction: float = Field(
         0.08, gt=0.0, le=0.3, description="Mask feather width as a fraction of face size."
     )
+    keep_occluders: bool = Field(
+        True, description="Leave what covers the face (a hand, a phone) in front of the swap."
+    )
     shape_transfer: float = Field(
         1.0,
         ge=0.0,

@@ -23,6 +23,7 @@ from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.blend import ColourMemory
 from appliance.vision.face_pool import FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
@@ -70,6 +71,7 @@ class FrameProcessor:
         self.max_height: int | None = None  # process frames taller than this scaled down
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
         self.fade = Fade()
+        self._colours: dict[int, ColourMemory] = {}
 
     @property
     def max_faces(self) -> int:
@@ -122,8 +124,10 @@ class FrameProcessor:
                 swapped |= ok
                 for stage, ms in stages.items():
                     timings[stage] = timings.get(stage, 0.0) + ms
-        self.shaper.keep_only({t.track_id for t in tracks})
-        self.fade.keep_only({t.track_id for t in tracks})
+        live = {t.track_id for t in tracks}
+        self.shaper.keep_only(live)
+        self.fade.keep_only(live)
+        self._colours = {k: v for k, v in self._colours.items() if k in live}
         frame.swapped = swapped
         if swapped and work is not frame.image:
             start = time.perf_counter()
@@ -156,8 +160,9 @@ class FrameProcessor:
         if self.shaper.strength > 0:
             target = self.shaper.target(track.track_id, face.points, identity, pose, strength)
         add_stage_ms(timings, "shape", start)
+        colour = self._colours.setdefault(track.track_id, ColourMemory())
         swapped = self.swapper.swap(
-            image, face, identity, timings, strength=strength, target=target
+            image, face, identity, timings, strength=strength, target=target, colour=colour
         )
         return swapped, timings
 
@@ -186,3 +191,4 @@ class FrameProcessor:
         self.tracker.reset()
         self.shaper.reset()
         self.fade.reset()
+        self._colours.clear()

@@ -34,12 +34,33 @@ def _ycc_stats(image: Image, mask: Mask) -> tuple[np.ndarray, np.ndarray] | None
     return pixels.mean(axis=0), pixels.std(axis=0) + 1e-3
 
 
-def match_colour(warped: Image, target: Image, mask: Mask) -> Image:
+class ColourMemory:
+    """One face's colour transform, eased from frame to frame (no flicker).
+
+    Each frame's transform moves the remembered one ``rate`` of the way.
+    """
+
+    def __init__(self, rate: float = 0.3) -> None:
+        self.rate = rate
+        self.matrix: npt.NDArray[np.float32] | None = None
+
+    def ease(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        if self.matrix is None:
+            self.matrix = matrix
+        else:
+            self.matrix = (self.matrix + self.rate * (matrix - self.matrix)).astype(np.float32)
+        return self.matrix
+
+
+def match_colour(
+    warped: Image, target: Image, mask: Mask, memory: ColourMemory | None = None
+) -> Image:
     """Reinhard-style transfer in YCrCb: the warped face takes the target's mean and contrast.
 
     Done as one affine colour transform of the BGR pixels, with statistics from
     thumbnails. A grey (black-and-white) source takes the visitor's chroma, so
-    it never shows a grey face on a coloured neck.
+    it never shows a grey face on a coloured neck. With ``memory`` the
+    transform is eased across frames.
     """
     src = _ycc_stats(warped, mask)
     dst = _ycc_stats(target, mask)
@@ -49,6 +70,8 @@ def match_colour(warped: Image, target: Image, mask: Mask) -> Image:
     offset = dst[0] - src[0] * ratio
     linear = _YCC2BGR @ np.diag(ratio) @ _BGR2YCC
     matrix = np.hstack([linear, (_YCC2BGR @ offset)[:, None]]).astype(np.float32)
+    if memory is not None:
+        matrix = memory.ease(matrix)
     out: Image = np.asarray(cv2.transform(warped, matrix), np.uint8)
     return out
 

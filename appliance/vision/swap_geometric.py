@@ -25,10 +25,17 @@ import numpy.typing as npt
 
 from appliance.config import SwapSettings
 from appliance.timing import add_stage_ms
-from appliance.vision.blend import alpha_blend, feather, match_colour, poisson_blend
+from appliance.vision.blend import (
+    ColourMemory,
+    alpha_blend,
+    feather,
+    match_colour,
+    poisson_blend,
+)
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, OUTER_LIPS, RIGHT_EYE
+from appliance.vision.occlusion import occluders
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -61,11 +68,13 @@ class GeometricSwapper:
         *,
         strength: float = 1.0,
         target: FloatArray | None = None,
+        colour: ColourMemory | None = None,
     ) -> bool:
         """Swap one face in place; False when nothing was changed (face off-frame or tiny).
 
         ``target``: the mesh (478, 3, image pixels) to give the swapped face;
-        the visitor's own landmarks when None.
+        the visitor's own landmarks when None. ``colour``: this face's colour
+        transform across frames (eased, so it does not flicker).
         """
         timings = {} if timings_ms is None else timings_ms
         t0 = time.perf_counter()
@@ -78,14 +87,16 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
-        visitor = None
-        if target is not None:
-            visitor = face.points[:, :2] - np.array((x0, y0), np.float32)
-        warped, covered = _warp_face(identity, local, size, roi, visitor)
+        own = face.points[:, :2] - np.array((x0, y0), np.float32)
+        in_front = occluders(roi, own) if self.settings.keep_occluders else None
+        visitor = own if target is not None else None
+        warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
         mask = self._mask(local, covered, size, identity)
+        if in_front is not None:
+            mask[in_front > 0] = 0
         if self.settings.color_match:
-            warped = match_colour(warped, roi, mask)
+            warped = match_colour(warped, roi, mask, colour)
         face_px = float(np.ptp(local[_OVAL, 1]))
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
         if strength < 1.0:
@@ -178,12 +189,15 @@ def _warp_face(
     local: FloatArray,
     size: tuple[int, int],
     roi: Image,
+    *,
     visitor: FloatArray | None = None,
+    keep: Image | None = None,
 ) -> tuple[Image, Image]:
     """The identity texture warped onto the ROI, and where any triangle covers it.
 
     With ``visitor`` (the visitor's own landmarks in ROI pixels) the ROI itself
-    is first moved, in place, from those landmarks onto ``local``.
+    is first moved, in place, from those landmarks onto ``local``, except
+    where ``keep`` is set (what is in front of the face stays put).
 
     The piecewise-affine map is continuous, so for large faces it is computed
     on a grid ``_MAP_STEP`` times coarser and interpolated: the texture is still
@@ -196,13 +210,19 @@ def _warp_face(
     ids = _rasterise(dst, local[:, 2], identity, grid)
     sources = [identity.points[:, :2]] + ([visitor] if visitor is not None else [])
     maps = _maps(sources, dst, identity.triangles, ids)
+    if visitor is not None:  # outside the mesh the visitor's image stays where it is
+        outside = ids == 0
+        gy, gx = np.nonzero(outside)
+        maps[1][0][outside] = (gx + 0.5) * step - 0.5
+        maps[1][1][outside] = (gy + 0.5) * step - 0.5
     if step > 1:
         maps = [(_upscale(mx, size), _upscale(my, size)) for mx, my in maps]
         ids = np.asarray(cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST), np.uint16)
     covered: Image = (ids > 0).astype(np.uint8)
     if visitor is not None:
         moved = cv2.remap(roi, *maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        np.copyto(roi, np.asarray(moved, np.uint8), where=covered[..., None] > 0)
+        where = covered > 0 if keep is None else (covered > 0) & (keep == 0)
+        np.copyto(roi, np.asarray(moved, np.uint8), where=where[..., None])
     warped: Image = np.asarray(
         cv2.remap(identity.texture, *maps[0], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
         np.uint8,

@@ -1,0 +1,100 @@
+"""Whatever is in front of the face stays in front of the swap.
+
+Occluders are pasted over a real face (the astronaut photo): a plain object
+coming in from outside the face, and a patch of another real photo (Grace
+Hopper's uniform with its ribbons). Their pixels must come out unchanged while the
+rest of the face is swapped.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from appliance.config import Settings, updated
+from appliance.modelstore import ModelStore
+from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.frames import Frame
+from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.mesh import FACE_OVAL
+from appliance.vision.occlusion import occluders
+
+
+@pytest.fixture(scope="module")
+def analyzer(store: ModelStore) -> FaceAnalyzer:
+    return build_analyzer(Settings(), store)
+
+
+def swap(store: ModelStore, analyzer: FaceAnalyzer, image: np.ndarray, **swap: bool) -> np.ndarray:
+    settings = updated(Settings(), {"swap": swap}) if swap else Settings()
+    processor = build_processor(settings, store, "grace_hopper", analyzer=analyzer)
+    return processor.process(Frame(image.copy(), 0, 0)).image
+
+
+def face_region(analyzer: FaceAnalyzer, image: np.ndarray) -> np.ndarray:
+    face = analyzer.analyze(image)[0]
+    mask = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillPoly(mask, [np.round(face.xy[list(FACE_OVAL)]).astype(np.int32)], 255)
+    return mask > 0
+
+
+def with_phone(
+    image: np.ndarray, analyzer: FaceAnalyzer, _other: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A dark blue 'phone' from below the face over a third of its lower half."""
+    x0, y0, x1, y1 = (int(v) for v in analyzer.analyze(image)[0].box())
+    out = image.copy()
+    region = np.zeros(image.shape[:2], bool)
+    region[y0 + (y1 - y0) // 2 : y1 + 30, x0 - 40 : x0 + (x1 - x0) // 3] = True
+    out[region] = (140, 80, 30)
+    return out, region
+
+
+def with_sleeve(
+    image: np.ndarray, analyzer: FaceAnalyzer, other: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A patch of another real photo (Grace Hopper's dark uniform, a button, ribbons)
+    over the side of the face."""
+    x0, y0, x1, y1 = (int(v) for v in analyzer.analyze(image)[0].box())
+    out = image.copy()
+    h, w = (y1 - y0) // 2, (x1 - x0) // 2
+    top, left = y0 + (y1 - y0) // 3, x1 - w // 2
+    out[top : top + h, left : left + w] = other[-110:, 200:420][:h, :w]
+    region = np.zeros(image.shape[:2], bool)
+    region[top : top + h, left : left + w] = True
+    return out, region
+
+
+@pytest.mark.parametrize("paste", [with_phone, with_sleeve])
+def test_an_occluder_over_a_real_face_stays_unchanged(
+    store: ModelStore,
+    analyzer: FaceAnalyzer,
+    astronaut: np.ndarray,
+    grace_hopper: np.ndarray,
+    paste: object,
+) -> None:
+    assert callable(paste)
+    image, region = paste(astronaut, analyzer, grace_hopper)
+    out = swap(store, analyzer, image)
+    face = face_region(analyzer, astronaut)
+    covered = region & face
+    assert covered.sum() > 0.05 * face.sum()  # the occluder really is over the face
+    assert np.array_equal(out[region], image[region])
+    changed = np.any(out != image, axis=2)
+    assert changed[face & ~region].mean() > 0.5  # the rest of the face was swapped
+    painted = swap(store, analyzer, image, keep_occluders=False)
+    assert not np.array_equal(painted[covered], image[covered])  # without it: painted over
+
+
+def test_a_face_with_nothing_in_front_has_almost_no_occluder(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, grace_hopper: np.ndarray
+) -> None:
+    for image in (astronaut, grace_hopper):
+        face = analyzer.analyze(image)[0]
+        x0, y0, x1, y1 = (int(v) for v in face.box())
+        roi = image[y0:y1, x0:x1]
+        points = face.points.copy()
+        points[:, :2] -= (x0, y0)
+        found = occluders(roi, points) > 0
+        assert found.mean() < 0.2  # glasses frames and a fringe of hair may count, little else
