@@ -20,7 +20,7 @@ from appliance.vision.types import FloatArray
 logger = logging.getLogger(__name__)
 
 # distance of the face outline from the frame edge, in face widths (negative: outside)
-BORDER_FULL, BORDER_NONE = 0.35, 0.0
+BORDER_FULL, BORDER_NONE = 0.05, -0.15
 YAW_FULL, YAW_NONE = 45.0, 70.0  # degrees of head turn
 HEIGHT_FULL, HEIGHT_NONE = 48.0, 24.0  # face height in pixels
 FADE_PER_S = 6.0  # strength change per second at most (0 -> 1 in 1/6 s)
