@@ -44,7 +44,20 @@ class LabelSettings(_Frozen):
 
 
 class SwapSettings(_Frozen):
-    keep_eyes: bool = Field(True, description="Keep the visitor's own eyes (blinks show).")
+    swapper: Literal["geometric", "inswapper_128", "simswap_256", "ghost_256"] = Field(
+        "geometric",
+        description=(
+            "geometric: the embedded mesh warp; a neural swapper only when the installer "
+            "provisioned it (else the geometric one, with the reason logged)."
+        ),
+    )
+    eyes: Literal["identity", "blinks", "visitor"] = Field(
+        "blinks",
+        description=(
+            "identity: the identity's eyes; blinks: the identity's, giving way to the "
+            "visitor's own as they close (blinks and winks show); visitor: always the visitor's."
+        ),
+    )
     keep_mouth: bool = Field(True, description="Keep the visitor's inner mouth (speech shows).")
     blend: Literal["feather", "poisson"] = Field(
         "feather", description="feather: fast alpha blend; poisson: seamlessClone, slower."

@@ -15,6 +15,7 @@ from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import enroll
 from appliance.vision.mesh import FACE_OVAL
+from appliance.vision.swap_geometric import GeometricSwapper
 from tests.conftest import shared_media
 
 
@@ -68,20 +69,36 @@ def test_keeps_visitor_eyes_when_asked(
     face = analyzer.analyze(astronaut)[0]
     centre = np.round(face.xy[468]).astype(int)  # an iris centre
     patch = (slice(centre[1] - 1, centre[1] + 2), slice(centre[0] - 1, centre[0] + 2))
-    own_shape = updated(Settings(), {"swap": {"shape_transfer": 0.0}})
+    own_shape = updated(Settings(), {"swap": {"shape_transfer": 0.0, "eyes": "visitor"}})
     kept = swap_once(make_processor(store, analyzer, own_shape), astronaut).image
     assert np.array_equal(kept[patch], astronaut[patch])
-    replaced_settings = updated(own_shape, {"swap": {"keep_eyes": False}})
+    replaced_settings = updated(own_shape, {"swap": {"eyes": "identity"}})
     replaced = swap_once(make_processor(store, analyzer, replaced_settings), astronaut).image
     assert not np.array_equal(replaced[patch], astronaut[patch])
+
+
+@pytest.mark.parametrize(
+    ("ear", "eyes", "own"),
+    [
+        (0.30, "blinks", 0.0),
+        (0.16, "blinks", 0.5),
+        (0.05, "blinks", 1.0),
+        (0.30, "visitor", 1.0),
+        (0.05, "identity", 0.0),
+    ],
+)
+def test_the_visitor_eyes_show_as_they_close(ear: float, eyes: str, own: float) -> None:
+    """Open eyes are the identity's; closing ones give way to the visitor's own lids."""
+    swapper = GeometricSwapper(updated(Settings(), {"swap": {"eyes": eyes}}).swap)
+    assert swapper._own_eye(ear) == pytest.approx(own)
 
 
 def test_shape_transfer_moves_the_visitor_eyes_with_the_new_shape(
     store: ModelStore, analyzer: FaceAnalyzer, astronaut: np.ndarray
 ) -> None:
     """The identity's proportions move the eyes; the visitor's own eyes go with them."""
-    processor = make_processor(store, analyzer)
-    out = swap_once(processor, astronaut).image
+    settings = updated(Settings(), {"swap": {"eyes": "visitor"}})
+    out = swap_once(make_processor(store, analyzer, settings), astronaut).image
     visitor = analyzer.analyze(astronaut)[0]
     swapped = analyzer.analyze(out)[0]
     moved = np.linalg.norm(swapped.xy[:468] - visitor.xy[:468], axis=1)

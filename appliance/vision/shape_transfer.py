@@ -65,7 +65,7 @@ def looks_neutral(points: FloatArray | F64) -> bool:
     return face > 0 and gap / face < MOUTH_CLOSED and eyes > EYES_OPEN
 
 
-def outline_weights(points: FloatArray, band: float) -> F64:
+def outline_weights(points: FloatArray, band: float, mouth_keep: float = MOUTH_KEEP) -> F64:
     """Per point, 0 on the face oval rising smoothly to 1 at ``band`` face heights inside."""
     xy = np.asarray(points[:, :2], np.float64)
     oval = xy[list(FACE_OVAL)]
@@ -83,7 +83,7 @@ def outline_weights(points: FloatArray, band: float) -> F64:
     # smiles, which a neutral taken from the first frame cannot tell from shape
     centre = xy[list(OUTER_LIPS)].mean(axis=0)
     near = np.clip(np.linalg.norm(xy - centre, axis=1) / (MOUTH_REACH * height), 0.0, 1.0)
-    weights *= 1.0 - MOUTH_KEEP * (1.0 - near * near * (3 - 2 * near))
+    weights *= 1.0 - mouth_keep * (1.0 - near * near * (3 - 2 * near))
     return weights
 
 
@@ -138,5 +138,7 @@ class ShapeTransfer:
 
     def _outline(self, identity: Identity) -> F64:
         if self._weights is None or self._weights[0] is not identity:
-            self._weights = (identity, outline_weights(identity.points, self.outline_band))
+            keep = 1.0 if identity.mouth_open else MOUTH_KEEP  # an open mouth has no shape to give
+            weights = outline_weights(identity.points, self.outline_band, keep)
+            self._weights = (identity, weights)
         return self._weights[1]

@@ -34,8 +34,17 @@ from appliance.vision.blend import (
 )
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
-from appliance.vision.mesh import FACE_OVAL, INNER_MOUTH, LEFT_EYE, OUTER_LIPS, RIGHT_EYE
+from appliance.vision.mesh import (
+    FACE_OVAL,
+    INNER_MOUTH,
+    LEFT_EYE,
+    LEFT_EYE_EAR,
+    OUTER_LIPS,
+    RIGHT_EYE,
+    RIGHT_EYE_EAR,
+)
 from appliance.vision.occlusion import occluders
+from appliance.vision.shape_transfer import eye_aspect_ratio
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -48,6 +57,7 @@ _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
+EYE_OPEN, EYE_SHUT = 0.22, 0.10  # eye aspect ratios: the identity's eye / the visitor's
 _LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
 
 Image = npt.NDArray[np.uint8]
@@ -92,7 +102,7 @@ class GeometricSwapper:
         visitor = own if target is not None else None
         warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
-        mask = self._mask(local, covered, size, identity)
+        mask = self._mask(local, covered, size, identity, face.points)
         if in_front is not None:
             mask[in_front > 0] = 0
         if self.settings.color_match:
@@ -109,22 +119,39 @@ class GeometricSwapper:
         return bool(alpha.any())
 
     def _mask(
-        self, local: FloatArray, covered: Image, size: tuple[int, int], identity: Identity
+        self,
+        local: FloatArray,
+        covered: Image,
+        size: tuple[int, int],
+        identity: Identity,
+        visitor: FloatArray,
     ) -> Image:
+        """Where the identity's face goes (255), with holes where the visitor's own eyes
+        (as they close) and inner mouth show through."""
         mask = np.zeros((size[1], size[0]), np.uint8)
         cv2.fillPoly(mask, [_fixed(local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
         mask[covered == 0] = 0
-        holes = []
-        if self.settings.keep_eyes:
-            holes += list(_HOLES["eyes"])
+        rings: list[tuple[npt.NDArray[np.int_], float, float]] = []  # ring, growth, keep
+        for ring, ear in zip(_HOLES["eyes"], (RIGHT_EYE_EAR, LEFT_EYE_EAR), strict=True):
+            rings.append((ring, 1.25, self._own_eye(eye_aspect_ratio(visitor, ear))))
         if self.settings.keep_mouth:
-            holes += list(_HOLES["mouth"])
-        rings = [(ring, 1.25) for ring in holes]
-        if self.settings.keep_mouth and identity.mouth_open:
-            rings.append((_LIPS, 1.1))
-        for ring, grow in rings:
-            cv2.fillPoly(mask, [_fixed(_grow(local[ring, :2], grow))], 0, cv2.LINE_8, _SHIFT)
+            rings.append((_HOLES["mouth"][0], 1.25, 1.0))
+            if identity.mouth_open:
+                rings.append((_LIPS, 1.1, 1.0))
+        for ring, grow, keep in rings:
+            if keep > 0:
+                value = round(255 * (1.0 - keep))
+                poly = [_fixed(_grow(local[ring, :2], grow))]
+                cv2.fillPoly(mask, poly, value, cv2.LINE_8, _SHIFT)
         return mask
+
+    def _own_eye(self, ear: float) -> float:
+        """How much of the visitor's own eye shows: 0 (identity's) to 1 (visitor's)."""
+        if self.settings.eyes == "visitor":
+            return 1.0
+        if self.settings.eyes == "identity":
+            return 0.0
+        return float(np.clip((EYE_OPEN - ear) / (EYE_OPEN - EYE_SHUT), 0.0, 1.0))
 
 
 def _fixed(points: FloatArray) -> npt.NDArray[np.int32]:
