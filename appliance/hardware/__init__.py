@@ -1,0 +1,1 @@
+"""Hardware profiles, the device probe, profile matching and ``mirror doctor``'s checks."""

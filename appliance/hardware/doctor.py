@@ -1,0 +1,107 @@
+"""``mirror doctor``: probe, match, try backends, verify models, look at peripherals.
+
+The result is a :class:`DoctorReport`. ``problems`` stop the mirror (models
+missing or corrupt, no backend that works); ``warnings`` degrade it (a camera
+that is not plugged in: the demo source still works). Every input that
+describes hardware is injectable, so tests run the whole doctor on faked roots.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from appliance.hardware.backend_check import Chooser, check_backends
+from appliance.hardware.doctor_verdict import problems_and_warnings
+from appliance.hardware.facts import HardwareFacts
+from appliance.hardware.match import MatchResult, match_profile
+from appliance.hardware.model_check import check_models
+from appliance.hardware.nvidia import NvmlLoader, Runner, load_nvml, run_command
+from appliance.hardware.peripherals import check_camera, check_display, check_gpio
+from appliance.hardware.probe import is_live, probe
+from appliance.hardware.profile import HardwareProfile
+from appliance.hardware.report import CandidateReport, DoctorReport, ProfileReport
+from appliance.hardware.thermal_sensors import read_sensors
+from appliance.modelstore import ModelStore
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DoctorProbes:
+    """What the doctor asks the hardware through; tests replace any of it."""
+
+    chooser: Chooser | None = None
+    nvml_loader: NvmlLoader = load_nvml
+    runner: Runner = run_command
+    prober: Callable[[Path], HardwareFacts] | None = None
+    live: bool | None = None
+
+    def facts(self, root: Path, live: bool) -> HardwareFacts:
+        if self.prober is not None:
+            return self.prober(root)
+        return probe(root, live=live, nvml_loader=self.nvml_loader, runner=self.runner)
+
+
+def _profile_report(result: MatchResult) -> ProfileReport:
+    candidates = [
+        CandidateReport(
+            name=c.name,
+            matched=c.matched,
+            fallback=c.profile.fallback,
+            rules=c.score,
+            priority=c.profile.priority,
+            failed=c.failed(),
+        )
+        for c in result.candidates
+    ]
+    return ProfileReport(
+        name=result.profile.name,
+        description=result.profile.description,
+        reason=result.reason,
+        overridden=result.overridden,
+        target_fps=result.profile.target_fps,
+        candidates=candidates,
+    )
+
+
+def run_doctor(
+    root: Path,
+    profiles: Mapping[str, HardwareProfile],
+    store: ModelStore,
+    *,
+    override: str | None = None,
+    probes: DoctorProbes | None = None,
+) -> DoctorReport:
+    """Check whether the mirror can run on the device under ``root``."""
+    probes = probes or DoctorProbes()
+    live = is_live(root) if probes.live is None else probes.live
+    result = match_profile(profiles, probes.facts(root, live), override)
+    profile = result.profile
+    report = DoctorReport(
+        ok=True,
+        problems=[],
+        warnings=[],
+        profile=_profile_report(result),
+        facts=result.facts,
+        backends=check_backends(profile.backends, probes.chooser),
+        models=check_models(store, profile.models.by_role()),
+        camera=check_camera(root, profile.capture),
+        display=check_display(root, profile.display),
+        gpio=check_gpio(root, profile.gpio),
+        thermal=read_sensors(
+            root, profile.thermal, live=live, nvml_loader=probes.nvml_loader, runner=probes.runner
+        ),
+    )
+    problems, warnings = problems_and_warnings(report, matched=_matched(result), live=live)
+    for line in problems:
+        logger.info("doctor: %s", line)
+    return report.model_copy(
+        update={"ok": not problems, "problems": problems, "warnings": warnings}
+    )
+
+
+def _matched(result: MatchResult) -> bool:
+    return next(c.matched for c in result.candidates if c.name == result.profile.name)
