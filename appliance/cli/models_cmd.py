@@ -1,4 +1,4 @@
-"""``mirror models fetch|verify|list``."""
+"""``mirror models fetch|verify|list|convert``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from pathlib import Path
 
 from appliance.modelstore import ModelStore
 from appliance.modelstore.fetch import fetch
+from appliance.paths import REPO_ROOT
+
+# Extra photos for the int8 accuracy gate, when present (development machines only).
+DEFAULT_PHOTOS = REPO_ROOT.parent / "shared" / "media"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,6 +24,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_verify.set_defaults(handler=_verify)
     p_list = verbs.add_parser("list", help="list the manifest")
     p_list.set_defaults(handler=_list)
+    p_convert = verbs.add_parser(
+        "convert", help="make the ONNX variants (BlazeFace, v1 mesh) with tflite2onnx"
+    )
+    p_convert.add_argument(
+        "--int8", action="store_true", help="also int8 variants, kept if landmarks move < 1 px"
+    )
+    p_convert.add_argument(
+        "--bench", action="store_true", help="time LiteRT fp32, ONNX fp32 and ONNX int8"
+    )
+    p_convert.add_argument(
+        "--photos",
+        type=Path,
+        default=DEFAULT_PHOTOS,
+        help="folder whose portrait_*.jpg join the test photos (default ../shared/media)",
+    )
+    p_convert.add_argument(
+        "--out", type=Path, default=None, help="variant folder (default: MODEL_CACHE/onnx)"
+    )
+    p_convert.set_defaults(handler=_convert)
 
 
 def _progress(message: str) -> None:
@@ -63,4 +86,40 @@ def _list(args: argparse.Namespace) -> int:
     for name, entry in store.manifest.entries().items():
         spec = store.manifest.packages[entry.package]
         print(f"{name:22} {entry.kind:6} {entry.package}=={spec.version}  {entry.role}")
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from appliance.modelstore.convert import CONVERTIBLE, convert_models
+    from appliance.modelstore.onnx_variants import OnnxVariants
+
+    store = ModelStore()
+    variants = OnnxVariants(store, args.out)
+    report = convert_models(store, variants.directory, progress=_progress)
+    print(
+        f"onnx: {len(report.converted)} converted, {len(report.unchanged)} unchanged, "
+        f"in {variants.directory}"
+    )
+    candidates: dict[str, bytes] = {}
+    if args.int8 or args.bench:
+        from appliance.modelstore.variant_check import load_photos
+
+        photos = load_photos(store, args.photos)
+    if args.int8:
+        from appliance.modelstore.quantize import make_int8_variants
+
+        int8 = make_int8_variants(variants, CONVERTIBLE, photos, progress=_progress)
+        candidates = int8.candidates
+        print(
+            f"int8: {len(int8.kept)} kept, {len(int8.rejected)} rejected, "
+            f"{len(int8.unchanged)} unchanged"
+        )
+        for key, reason in int8.rejected.items():
+            print(f"  {key} rejected: {reason}")
+    if args.bench:
+        from appliance.modelstore.variant_bench import bench_variants
+
+        _progress("benchmarking, one thread each ...")
+        for row in bench_variants(variants, CONVERTIBLE, photos, candidates):
+            print(row.describe())
     return 0

@@ -1,0 +1,196 @@
+"""LiteRT with the Coral Edge TPU delegate, falling back to the CPU model with the reason.
+
+For ``face_detector.tflite`` the TPU runs ``face_detector_edgetpu.tflite`` (the
+file ``edgetpu_compiler`` writes) through ``load_delegate('libedgetpu.so.1')``,
+or through Google's PyCoral ``make_interpreter`` when that is installed on the
+device (the PyPI package named ``pycoral`` is an unrelated project, so PyCoral
+is recognised by its ``make_interpreter`` and ``list_edge_tpus``). With no
+library, no TPU plugged in or no compiled variant, the CPU model runs on
+``cpu_fallback`` and the reason is recorded with ``record_fallback``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from appliance.errors import BackendError
+from appliance.inference.base import Backend, Model, TensorSpec
+from appliance.inference.fallbacks import record_fallback
+from appliance.inference.litert import LiteRTBackend
+
+logger = logging.getLogger(__name__)
+
+EDGETPU_LIBRARY = "libedgetpu.so.1"
+EDGETPU_SUFFIX = "_edgetpu"
+
+DelegateLoader = Callable[[str], Any]
+
+
+def litert_delegate(library: str) -> Any:
+    """The real loader: the library must open, then LiteRT must start the TPU with it.
+
+    Opening the library first keeps the reason plain when it is not installed
+    (and avoids a noisy destructor in LiteRT's ``Delegate`` on that path).
+    """
+    ctypes.CDLL(library)
+    from ai_edge_litert.interpreter import load_delegate
+
+    return load_delegate(library)
+
+
+def pycoral_edgetpu() -> Any | None:
+    """Google's ``pycoral.utils.edgetpu`` when installed, else ``None``."""
+    try:
+        module = importlib.import_module("pycoral.utils.edgetpu")
+    except ImportError:
+        return None
+    if not (hasattr(module, "make_interpreter") and hasattr(module, "list_edge_tpus")):
+        return None
+    return module
+
+
+def edgetpu_variant(path: Path) -> Path:
+    """``face_detector.tflite`` -> ``face_detector_edgetpu.tflite`` beside it."""
+    return path.with_name(f"{path.stem}{EDGETPU_SUFFIX}{path.suffix}")
+
+
+def _quantize(value: npt.NDArray[np.float32], detail: dict[str, Any]) -> npt.NDArray[Any]:
+    dtype = np.dtype(detail["dtype"])
+    if dtype.kind == "f":
+        return np.ascontiguousarray(value, dtype=dtype)
+    scale, zero = detail["quantization"]
+    info = np.iinfo(dtype)
+    q = np.round(value / (scale or 1.0) + zero)
+    quantized: npt.NDArray[Any] = np.clip(q, info.min, info.max).astype(dtype)
+    return quantized
+
+
+def _dequantize(value: npt.NDArray[Any], detail: dict[str, Any]) -> npt.NDArray[np.float32]:
+    if np.dtype(detail["dtype"]).kind == "f":
+        return np.asarray(value, dtype=np.float32)
+    scale, zero = detail["quantization"]
+    real: npt.NDArray[np.float32] = ((value.astype(np.float32) - zero) * (scale or 1.0)).astype(
+        np.float32
+    )
+    return real
+
+
+class EdgeTpuModel:
+    """An interpreter running on the TPU: float feeds are quantised in, outputs dequantised."""
+
+    backend_name = "edgetpu"
+
+    def __init__(self, path: Path, interpreter: Any) -> None:
+        self.path = path
+        self._interp = interpreter
+        self._interp.allocate_tensors()
+        self._in = list(self._interp.get_input_details())
+        self._out = list(self._interp.get_output_details())
+        self._inputs = tuple(self._spec(d) for d in self._in)
+        self._outputs = tuple(self._spec(d) for d in self._out)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _spec(detail: dict[str, Any]) -> TensorSpec:
+        shape = tuple(int(d) for d in detail["shape"])
+        return TensorSpec(str(detail["name"]), shape, np.dtype(detail["dtype"]).name)
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._outputs
+
+    def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
+        if len(feeds) != len(self._in):
+            raise BackendError(
+                f"{self.path.name}: expected {len(self._in)} inputs, got {len(feeds)}"
+            )
+        with self._lock:
+            for detail, spec, value in zip(self._in, self._inputs, feeds, strict=True):
+                if tuple(value.shape) != spec.shape:
+                    raise BackendError(
+                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, "
+                        f"got {value.shape}"
+                    )
+                self._interp.set_tensor(int(detail["index"]), _quantize(value, detail))
+            self._interp.invoke()
+            return [_dequantize(self._interp.get_tensor(int(d["index"])), d) for d in self._out]
+
+    def close(self) -> None:
+        self._interp = None
+
+
+class EdgeTpuBackend:
+    """Runs ``<model>_edgetpu.tflite`` on the TPU, or the CPU model with the reason recorded."""
+
+    name = "edgetpu"
+    model_suffix = ".tflite"
+
+    def __init__(
+        self,
+        delegate_loader: DelegateLoader | None = None,
+        cpu_fallback: Backend | None = None,
+        library: str = EDGETPU_LIBRARY,
+    ) -> None:
+        self.library = library
+        self.cpu_fallback: Backend = cpu_fallback or LiteRTBackend()
+        self._loader = delegate_loader
+        self._pycoral = None if delegate_loader is not None else pycoral_edgetpu()
+        self._delegate: Any = None
+        self._reason: str | None = None
+        self._probed = False
+        self._lock = threading.Lock()
+
+    def probe(self) -> str | None:
+        """``None`` when a TPU answers, else why not (cached: the TPU is probed once)."""
+        with self._lock:
+            if not self._probed:
+                self._probed = True
+                self._reason = self._probe()
+            return self._reason
+
+    def _probe(self) -> str | None:
+        if self._pycoral is not None:
+            try:
+                tpus = list(self._pycoral.list_edge_tpus())
+            except (RuntimeError, OSError, ValueError) as exc:
+                return f"PyCoral cannot list Edge TPUs: {exc}"
+            return None if tpus else "PyCoral finds no Edge TPU attached"
+        loader = self._loader or litert_delegate
+        try:
+            self._delegate = loader(self.library)
+        except (ValueError, OSError, RuntimeError) as exc:
+            return f"Edge TPU delegate unavailable: {exc}"
+        return None
+
+    def load(self, path: Path) -> Model:
+        variant = edgetpu_variant(path)
+        reason = self.probe()
+        if reason is None and not variant.is_file():
+            reason = f"no Edge TPU compiled variant {variant.name} (make it with edgetpu_compiler)"
+        if reason is None:
+            try:
+                return EdgeTpuModel(variant, self._interpreter(variant))
+            except (ValueError, RuntimeError, OSError) as exc:
+                reason = f"Edge TPU cannot load {variant.name}: {exc}"
+        record_fallback(path.name, self.name, self.cpu_fallback.name, reason)
+        return self.cpu_fallback.load(path)
+
+    def _interpreter(self, variant: Path) -> Any:
+        if self._pycoral is not None:
+            return self._pycoral.make_interpreter(str(variant))
+        from ai_edge_litert.interpreter import Interpreter
+
+        return Interpreter(model_path=str(variant), experimental_delegates=[self._delegate])

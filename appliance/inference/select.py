@@ -1,0 +1,129 @@
+"""Pick the first usable backend of an ordered list, saying why each one before it was not.
+
+Names: ``tensorrt`` and ``cuda`` (onnxruntime on the GPU, each falling back to
+the CPU per model), ``edgetpu`` (LiteRT with the Coral delegate), ``litert-cpu``
+and ``onnx-cpu``. Each check is cheap: a provider compiled into onnxruntime and
+its library found, a TPU that answers. The session made later still verifies
+what runs (see ``onnx_backend``). ``mirror doctor`` shows the attempts; every
+backend skipped on the way to the chosen one is a recorded fallback.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from appliance.errors import BackendError, ConfigError
+from appliance.inference.base import Backend
+from appliance.inference.edgetpu import EdgeTpuBackend
+from appliance.inference.fallbacks import record_fallback
+from appliance.inference.litert import LiteRTBackend
+from appliance.inference.onnx_backend import PROVIDERS, OnnxBackend, available_providers
+
+logger = logging.getLogger(__name__)
+
+BACKEND_NAMES = ("tensorrt", "cuda", "edgetpu", "litert-cpu", "onnx-cpu")
+FALLBACK_SUBJECT = "inference backend"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One backend tried: usable or not, and why."""
+
+    name: str
+    ok: bool
+    reason: str
+
+
+Probe = Callable[[], tuple[Backend | None, str]]
+
+
+def _library_found(*names: str) -> str | None:
+    for name in names:
+        found = ctypes.util.find_library(name)
+        if found:
+            return found
+    return None
+
+
+def _provider_missing(short: str) -> str | None:
+    provider = PROVIDERS[short]
+    built = available_providers()
+    if provider in built:
+        return None
+    return f"{provider} not in this onnxruntime build (it has {', '.join(built) or 'none'})"
+
+
+def _tensorrt() -> tuple[Backend | None, str]:
+    missing = _provider_missing("tensorrt")
+    if missing:
+        return None, missing
+    library = _library_found("nvinfer")
+    if library is None:
+        try:
+            import tensorrt  # noqa: F401
+        except ImportError:
+            return None, "TensorRT library libnvinfer not found and no tensorrt package"
+        library = "the tensorrt package"
+    return OnnxBackend(("tensorrt", "cuda", "cpu")), f"TensorrtExecutionProvider with {library}"
+
+
+def _cuda() -> tuple[Backend | None, str]:
+    missing = _provider_missing("cuda")
+    if missing:
+        return None, missing
+    driver = _library_found("cuda")
+    if driver is None:
+        return None, "NVIDIA driver library libcuda not found"
+    return OnnxBackend(("cuda", "cpu")), f"CUDAExecutionProvider with {driver}"
+
+
+def _edgetpu() -> tuple[Backend | None, str]:
+    backend = EdgeTpuBackend()
+    reason = backend.probe()
+    if reason is not None:
+        return None, reason
+    return backend, "Edge TPU delegate loaded"
+
+
+def _litert_cpu() -> tuple[Backend | None, str]:
+    return LiteRTBackend(), "LiteRT on the CPU"
+
+
+def _onnx_cpu() -> tuple[Backend | None, str]:
+    missing = _provider_missing("cpu")
+    if missing:
+        return None, missing
+    return OnnxBackend(("cpu",)), "onnxruntime CPUExecutionProvider"
+
+
+PROBES: dict[str, Probe] = {
+    "tensorrt": _tensorrt,
+    "cuda": _cuda,
+    "edgetpu": _edgetpu,
+    "litert-cpu": _litert_cpu,
+    "onnx-cpu": _onnx_cpu,
+}
+
+
+def choose_backend(order: Sequence[str]) -> tuple[Backend, list[Attempt]]:
+    """The first usable backend of ``order`` and every attempt made, with its reason."""
+    unknown = [name for name in order if name not in PROBES]
+    if unknown or not order:
+        raise ConfigError(
+            f"unknown backend name(s) {unknown or list(order)!r}; "
+            f"choose from {', '.join(BACKEND_NAMES)}"
+        )
+    attempts: list[Attempt] = []
+    for name in order:
+        backend, reason = PROBES[name]()
+        attempts.append(Attempt(name, backend is not None, reason))
+        if backend is not None:
+            for failed in attempts[:-1]:
+                record_fallback(FALLBACK_SUBJECT, failed.name, name, failed.reason)
+            logger.info("inference backend: %s (%s)", name, reason)
+            return backend, attempts
+    tried = "; ".join(f"{a.name}: {a.reason}" for a in attempts)
+    raise BackendError(f"no usable inference backend ({tried})")

@@ -1,0 +1,179 @@
+"""Backend fallbacks, verified on this CPU machine: nothing asked for is assumed to run.
+
+TensorRT and CUDA asked here end on the CPU with the reasons recorded; the
+Edge TPU delegate (the real one, which has no library or TPU here, and a fake
+that fails the way it fails on a device with no TPU attached) ends on the CPU
+tflite with the reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from appliance.errors import BackendFallbackWarning, ConfigError
+from appliance.inference.edgetpu import (
+    EdgeTpuBackend,
+    _dequantize,
+    _quantize,
+    edgetpu_variant,
+)
+from appliance.inference.fallbacks import clear_fallbacks, fallbacks
+from appliance.inference.litert import LiteRTBackend
+from appliance.inference.onnx_backend import DROPPED_REASON, OnnxBackend, trt_cache_dir
+from appliance.inference.select import FALLBACK_SUBJECT, choose_backend
+from appliance.modelstore import ModelStore
+from appliance.modelstore.convert import convert_models
+from appliance.modelstore.hashing import sha256_file
+from appliance.modelstore.onnx_variants import OnnxVariants
+
+GPU_PROVIDERS = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fallbacks() -> Iterator[None]:
+    clear_fallbacks()
+    yield
+    clear_fallbacks()
+
+
+@pytest.fixture(scope="module")
+def detector_onnx(store: ModelStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("onnx")
+    convert_models(store, out, names=["face_detector_short"])
+    return OnnxVariants(store, out).path("face_detector_short")
+
+
+def _by_wanted(subject: str) -> dict[str, str]:
+    return {f.wanted: f.reason for f in fallbacks() if f.subject == subject}
+
+
+def test_tensorrt_and_cuda_asked_end_on_cpu_with_reasons(
+    detector_onnx: Path, tmp_path: Path
+) -> None:
+    backend = OnnxBackend(("tensorrt", "cuda", "cpu"), cache_dir=tmp_path)
+    with pytest.warns(BackendFallbackWarning):
+        model = backend.load(detector_onnx)
+    assert model.providers == ("CPUExecutionProvider",)
+    assert model.backend_name == "onnx-cpu"
+    reasons = _by_wanted(detector_onnx.name)
+    assert set(reasons) == {"TensorrtExecutionProvider", "CUDAExecutionProvider"}
+    assert all("not in this onnxruntime build" in r for r in reasons.values())
+    assert {f.used for f in fallbacks()} == {"CPUExecutionProvider"}
+    regressors, logits = model.run([np.zeros((1, 128, 128, 3), np.float32)])
+    assert regressors.shape == (1, 896, 16) and logits.shape == (1, 896, 1)
+
+
+def test_provider_dropped_by_onnxruntime_is_caught(detector_onnx: Path, tmp_path: Path) -> None:
+    """A provider that onnxruntime claims and then silently drops is still reported."""
+    backend = OnnxBackend(cache_dir=tmp_path, available=lambda: GPU_PROVIDERS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # onnxruntime's own note about it
+        model = backend.load(detector_onnx)
+    assert model.providers == ("CPUExecutionProvider",)
+    reasons = _by_wanted(detector_onnx.name)
+    assert reasons == {
+        "TensorrtExecutionProvider": DROPPED_REASON,
+        "CUDAExecutionProvider": DROPPED_REASON,
+    }
+    expected_cache = trt_cache_dir(sha256_file(detector_onnx), tmp_path)
+    assert expected_cache.is_dir(), "TensorRT caches live under the data dir, keyed by model hash"
+    assert expected_cache.name.startswith(sha256_file(detector_onnx)[:16] + "-trt")
+
+
+def test_fallback_is_warned_once(detector_onnx: Path) -> None:
+    backend = OnnxBackend(("cuda", "cpu"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backend.load(detector_onnx)
+        backend.load(detector_onnx)
+    assert len([w for w in caught if w.category is BackendFallbackWarning]) == 1
+    assert len(fallbacks()) == 1
+
+
+def test_unknown_provider_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="rocm"):
+        OnnxBackend(("rocm", "cpu"))
+
+
+def test_choose_backend_ends_on_onnx_cpu_with_reasons() -> None:
+    with pytest.warns(BackendFallbackWarning):
+        backend, attempts = choose_backend(["tensorrt", "cuda", "onnx-cpu"])
+    assert isinstance(backend, OnnxBackend) and backend.providers == ("cpu",)
+    assert [(a.name, a.ok) for a in attempts] == [
+        ("tensorrt", False),
+        ("cuda", False),
+        ("onnx-cpu", True),
+    ]
+    assert "TensorrtExecutionProvider" in attempts[0].reason
+    assert "CUDAExecutionProvider" in attempts[1].reason
+    recorded = _by_wanted(FALLBACK_SUBJECT)
+    assert recorded == {"tensorrt": attempts[0].reason, "cuda": attempts[1].reason}
+
+
+def test_choose_backend_without_edge_tpu_ends_on_litert_cpu() -> None:
+    with pytest.warns(BackendFallbackWarning):
+        backend, attempts = choose_backend(["edgetpu", "litert-cpu"])
+    assert isinstance(backend, LiteRTBackend)
+    assert [(a.name, a.ok) for a in attempts] == [("edgetpu", False), ("litert-cpu", True)]
+    assert "libedgetpu.so.1" in attempts[0].reason
+
+
+def test_choose_backend_refuses_unknown_names() -> None:
+    with pytest.raises(ConfigError, match="opencl"):
+        choose_backend(["opencl", "litert-cpu"])
+
+
+def _failing_delegate(library: str) -> object:
+    # What LiteRT's load_delegate raises when the library loads but no TPU is attached.
+    raise ValueError(f"Failed to load delegate from {library}\n")
+
+
+@pytest.fixture
+def tflite_pair(store: ModelStore, tmp_path: Path) -> Path:
+    """A CPU model with an ``_edgetpu`` file beside it (a copy: no TPU compiler here)."""
+    cpu = tmp_path / "face_detector.tflite"
+    shutil.copy2(store.path("face_detector_short"), cpu)
+    shutil.copy2(cpu, edgetpu_variant(cpu))
+    return cpu
+
+
+def test_edgetpu_delegate_failing_ends_on_cpu_tflite(tflite_pair: Path) -> None:
+    backend = EdgeTpuBackend(delegate_loader=_failing_delegate)
+    with pytest.warns(BackendFallbackWarning, match="Failed to load delegate"):
+        model = backend.load(tflite_pair)
+    assert model.backend_name == "litert-cpu"
+    assert model.path == tflite_pair, "the CPU model runs, not the _edgetpu one"
+    [fallback] = fallbacks()
+    assert (fallback.wanted, fallback.used) == ("edgetpu", "litert-cpu")
+    assert "Failed to load delegate from libedgetpu.so.1" in fallback.reason
+
+
+def test_edgetpu_real_delegate_on_this_machine_ends_on_cpu(tflite_pair: Path) -> None:
+    backend = EdgeTpuBackend()
+    with pytest.warns(BackendFallbackWarning):
+        model = backend.load(tflite_pair)
+    assert model.backend_name == "litert-cpu"
+    assert "libedgetpu.so.1" in (backend.probe() or "")
+    assert "libedgetpu.so.1" in fallbacks()[0].reason
+
+
+def test_edgetpu_without_compiled_variant_ends_on_cpu(store: ModelStore) -> None:
+    backend = EdgeTpuBackend(delegate_loader=lambda _library: object())
+    assert backend.probe() is None
+    with pytest.warns(BackendFallbackWarning, match="no Edge TPU compiled variant"):
+        model = backend.load(store.path("face_detector_short"))
+    assert model.backend_name == "litert-cpu"
+
+
+def test_edgetpu_quantisation_round_trip() -> None:
+    detail = {"dtype": np.uint8, "quantization": (1.0 / 127.5, 128)}
+    values = np.array([-1.0, 0.0, 0.5, 1.0], np.float32)
+    quantized = _quantize(values, detail)
+    assert quantized.dtype == np.uint8
+    np.testing.assert_allclose(_dequantize(quantized, detail), values, atol=1.0 / 127.5)
