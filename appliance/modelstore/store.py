@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.errors import ModelHashError, ModelMissingError
+from appliance.errors import ConfigError, ModelHashError, ModelMissingError
 from appliance.modelstore.hashing import sha256_file
-from appliance.modelstore.manifest import Entry, Manifest, load_manifest
+from appliance.modelstore.manifest import Entry, Manifest, ProvidedFile, load_manifest
 from appliance.paths import model_cache_dir
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ FIX_HINT = "run `mirror models fetch` (or `mirror models fetch --from BUNDLE_DIR
 class VerifyResult:
     name: str
     path: Path
-    status: str  # "ok", "missing" or "bad-hash"
+    status: str  # "ok", "missing", "bad-hash" or (installer-provided) "unpinned"
     expected_sha256: str
     actual_sha256: str | None = None
     moved_to: Path | None = None
@@ -58,24 +58,72 @@ class ModelStore:
 
     def verify_one(self, name: str, entry: Entry | None = None) -> VerifyResult:
         entry = entry or self.manifest.entry(name)
-        path = self.cache_dir / entry.file
+        return self._verify_file(name, self.cache_dir / entry.file, entry.sha256)
+
+    def _verify_file(self, name: str, path: Path, expected: str) -> VerifyResult:
         try:
             stat = path.stat()
         except FileNotFoundError:
-            return VerifyResult(name, path, "missing", entry.sha256)
+            return VerifyResult(name, path, "missing", expected)
         stamp = (stat.st_size, stat.st_mtime_ns)
         if self._verified.get(name) == stamp:
-            return VerifyResult(name, path, "ok", entry.sha256, entry.sha256)
+            return VerifyResult(name, path, "ok", expected, expected)
         actual = sha256_file(path)
-        if actual == entry.sha256:
+        if actual == expected:
             self._verified[name] = stamp
-            return VerifyResult(name, path, "ok", entry.sha256, actual)
+            return VerifyResult(name, path, "ok", expected, actual)
         self._verified.pop(name, None)
         moved = self._move_aside(path)
         logger.error(
-            "%s: sha256 %s does not match pinned %s; moved to %s", path, actual, entry.sha256, moved
+            "%s: sha256 %s does not match pinned %s; moved to %s", path, actual, expected, moved
         )
-        return VerifyResult(name, path, "bad-hash", entry.sha256, actual, moved)
+        return VerifyResult(name, path, "bad-hash", expected, actual, moved)
+
+    def verify_provided(self, name: str, role: str = "model") -> VerifyResult:
+        """Check an installer-provided file (``role``: model, fp32 or converter).
+
+        Status ``unpinned`` when the manifest has no sha256 for it: never loaded.
+        """
+        spec = self._provided_file(name, role)
+        path = self.cache_dir / spec.file
+        if spec.sha256 is None:
+            status = "unpinned" if path.exists() else "missing"
+            return VerifyResult(f"{name}/{role}", path, status, "")
+        return self._verify_file(f"{name}/{role}", path, spec.sha256)
+
+    def provided_path(self, name: str, role: str = "model") -> Path:
+        """The verified path of an installer-provided file; a clear error otherwise."""
+        result = self.verify_provided(name, role)
+        path = result.path
+        if result.status == "missing":
+            missing = ModelMissingError(
+                f"{name}: {path.name} is not provisioned ({path} absent); run the installer bundle"
+            )
+            missing.filename = str(path)
+            raise missing
+        if result.status == "unpinned":
+            raise ModelHashError(
+                f"{name}: no sha256 is pinned for {path.name} in the manifest, so it is not "
+                "loaded; pin the hash of the installer's file first"
+            )
+        if result.status == "bad-hash":
+            raise ModelHashError(
+                f"{name}: {path} has sha256 {result.actual_sha256}, expected "
+                f"{result.expected_sha256}; it was moved to {result.moved_to} and not loaded; "
+                "run the installer bundle again"
+            )
+        return path
+
+    def has_provided(self, name: str, role: str) -> bool:
+        """Whether ``name`` declares a ``role`` companion and its file is in the cache."""
+        files = self.manifest.provided_entry(name).files()
+        return role in files and (self.cache_dir / files[role].file).exists()
+
+    def _provided_file(self, name: str, role: str) -> ProvidedFile:
+        files = self.manifest.provided_entry(name).files()
+        if role not in files:
+            raise ConfigError(f"{name}: the manifest declares no {role} file")
+        return files[role]
 
     def verify_all(self) -> list[VerifyResult]:
         return [self.verify_one(name, entry) for name, entry in self.manifest.entries().items()]

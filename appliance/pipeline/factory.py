@@ -13,7 +13,7 @@ from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity, enroll_file
 from appliance.vision.label import Labeler
-from appliance.vision.swap_geometric import GeometricSwapper
+from appliance.vision.neural.chooser import build_swapper
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,16 @@ def build_processor(
     """Load the models, enroll the identity once, and assemble the processor.
 
     Faces swapped: ``max_faces`` when given, else from ``settings.pipeline``
-    (1 for ``largest``, ``max_faces`` for ``all``).
+    (1 for ``largest``, ``max_faces`` for ``all``). The swapper is the one
+    ``settings.swap.swapper`` names when provisioned, else the geometric one
+    (the reason is recorded as a fallback).
     """
     labeler = Labeler(settings.label, store.path("label_font"))
     analyzer = analyzer or build_analyzer(settings, store)
     enrolled: Identity | None = None
     if identity is not None:
         enrolled = enroll_file(resolve_photo(identity, store), analyzer)
-    swapper = GeometricSwapper(settings.swap)
+    swapper = build_swapper(settings.swap, store)
     pipeline = settings.pipeline
     faces = max_faces or (1 if pipeline.faces == "largest" else pipeline.max_faces)
     return FrameProcessor(
