@@ -271,3 +271,26 @@ def test_eval_matrix_counts_frames_without_a_face(
     table_rows = ("astronaut_demo.mp4 ", "stills ")
     rows = [ln for ln in proc.stdout.splitlines() if ln.startswith(table_rows)]
     assert len(rows) == 4
+
+
+@needs_extra
+def test_shape_transfer_moves_the_identity_on_a_shared_video(store: ModelStore) -> None:
+    """Einstein on the talking man: the recogniser sees Einstein, and more so with the
+    identity's proportions than with the visitor's own face shape."""
+    from appliance.config import Settings, updated
+    from appliance.eval.clips import open_clip
+    from appliance.eval.evaluate import Models, evaluate
+    from tests.conftest import shared_media
+
+    video = shared_media("talking_man_greenscreen.mp4")
+    photo = str(shared_media("portrait_einstein_bw.jpg"))
+    settings = Settings()
+    models = Models.load(settings, store)
+    clip = open_clip(video)
+    shaped = evaluate(photo, clip, settings, store, models=models, every=4, max_frames=40).report
+    flat_settings = updated(settings, {"swap": {"shape_transfer": 0.0}})
+    flat = evaluate(photo, clip, flat_settings, store, models=models, every=4, max_frames=40)
+    assert shaped.moved is not None and shaped.moved >= 0.8
+    assert shaped.d_src is not None and flat.report.d_src is not None
+    assert shaped.d_src < flat.report.d_src  # the identity's shape moves it further
+    assert shaped.d_src_unswapped is not None and shaped.d_src < shaped.d_src_unswapped - 0.2

@@ -81,8 +81,8 @@ def test_keeps_visitor_eyes_when_asked(
     ("ear", "eyes", "own"),
     [
         (0.30, "blinks", 0.0),
-        (0.16, "blinks", 0.5),
-        (0.05, "blinks", 1.0),
+        (0.10, "blinks", 0.5),
+        (0.03, "blinks", 1.0),
         (0.30, "visitor", 1.0),
         (0.05, "identity", 0.0),
     ],

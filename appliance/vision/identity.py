@@ -14,6 +14,7 @@ from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
+from appliance.vision.occlusion import occluders
 from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
 
@@ -34,6 +35,9 @@ class Identity:
     triangles: IntArray  # (T, 3)
     shape: FloatArray  # (478, 3): ``points`` with the mouth closed, the base for reshaping
     mouth_open: bool = False  # photographed with an open mouth: its lips are not used
+    # texture plus alpha: 0 where something covers the identity's face in the photo
+    # (a fringe of hair, a hand), so the swap never pastes it onto the visitor
+    texture_bgra: npt.NDArray[np.uint8] | None = None
 
 
 def read_image(path: Path) -> npt.NDArray[np.uint8]:
@@ -80,7 +84,19 @@ def enroll(
         triangles=delaunay(points, swap_mesh(points)),
         shape=close_mouth(points),
         mouth_open=mouth_gap(points) >= CLOSED_GAP,
+        texture_bgra=_with_alpha(texture, points),
     )
+
+
+def _with_alpha(texture: npt.NDArray[np.uint8], points: FloatArray) -> npt.NDArray[np.uint8]:
+    """The texture with an alpha channel that hides what covers the face in the photo."""
+    covered = occluders(texture, points)
+    if covered.any():
+        logger.info(
+            "identity photo: %.0f%% of the face is covered (hair, a hand); not used",
+            100 * float((covered > 0).mean()),
+        )
+    return np.ascontiguousarray(np.dstack([texture, 255 - covered]))
 
 
 def enroll_file(path: Path, analyzer: FaceAnalyzer) -> Identity:

@@ -57,7 +57,7 @@ _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
-EYE_OPEN, EYE_SHUT = 0.22, 0.10  # eye aspect ratios: the identity's eye / the visitor's
+EYE_OPEN, EYE_SHUT = 0.15, 0.05  # eye aspect ratios: the identity's eye / the visitor's
 _LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
 
 Image = npt.NDArray[np.uint8]
@@ -250,10 +250,14 @@ def _warp_face(
         moved = cv2.remap(roi, *maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         where = covered > 0 if keep is None else (covered > 0) & (keep == 0)
         np.copyto(roi, np.asarray(moved, np.uint8), where=where[..., None])
+    texture = identity.texture if identity.texture_bgra is None else identity.texture_bgra
     warped: Image = np.asarray(
-        cv2.remap(identity.texture, *maps[0], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
+        cv2.remap(texture, *maps[0], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
         np.uint8,
     )
+    if warped.shape[2] == 4:  # where the identity's own face was covered, it is not used
+        covered = np.minimum(covered, (warped[..., 3] > 127).astype(np.uint8))
+        warped = np.ascontiguousarray(warped[..., :3])
     return warped, covered
 
 
