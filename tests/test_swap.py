@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import cv2
 import numpy as np
 import pytest
@@ -12,10 +14,11 @@ from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
 from appliance.pipeline.frames import Frame
 from appliance.pipeline.processor import FrameProcessor
+from appliance.vision import eye_handover
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.eye_handover import EyeHandOver, closing
 from appliance.vision.identity import enroll
 from appliance.vision.mesh import FACE_OVAL
-from appliance.vision.swap_geometric import GeometricSwapper
 from tests.conftest import shared_media
 
 
@@ -77,20 +80,34 @@ def test_keeps_visitor_eyes_when_asked(
     assert not np.array_equal(replaced[patch], astronaut[patch])
 
 
-@pytest.mark.parametrize(
-    ("ear", "eyes", "own"),
-    [
-        (0.30, "blinks", 0.0),
-        (0.10, "blinks", 0.5),
-        (0.03, "blinks", 1.0),
-        (0.30, "visitor", 1.0),
-        (0.05, "identity", 0.0),
-    ],
-)
-def test_the_visitor_eyes_show_as_they_close(ear: float, eyes: str, own: float) -> None:
-    """Open eyes are the identity's; closing ones give way to the visitor's own lids."""
-    swapper = GeometricSwapper(updated(Settings(), {"swap": {"eyes": eyes}}).swap)
-    assert swapper._own_eye(ear) == pytest.approx(own)
+@pytest.mark.parametrize(("ear", "own"), [(0.30, 0.0), (0.10, 0.5), (0.03, 1.0)])
+def test_the_visitor_eye_shows_as_it_closes(ear: float, own: float) -> None:
+    assert closing(ear) == pytest.approx(own)
+
+
+def run_hand_over(
+    monkeypatch: pytest.MonkeyPatch, mode: str, ears: list[float]
+) -> list[tuple[float, float]]:
+    """Feed one face's eye openness at 30 fps; what shows of the visitor's own eyes."""
+    series = iter(ear for ear in ears for _ in range(2))  # both eyes alike
+    monkeypatch.setattr(eye_handover, "eye_aspect_ratio", lambda points, ring: next(series))
+    hand_over = EyeHandOver(mode)  # type: ignore[arg-type]
+    points = np.zeros((478, 3), np.float32)
+    return [hand_over.own_eyes(1, points, i * 33_333_333) for i in range(len(ears))]
+
+
+def test_a_blink_shows_the_visitor_eyes_a_long_closure_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blink = run_hand_over(monkeypatch, "blinks", [0.3] * 5 + [0.02] * 4 + [0.3] * 5)
+    assert [round(r) for r, _ in blink] == [0] * 5 + [1] * 4 + [0] * 5
+    long = run_hand_over(monkeypatch, "blinks", [0.02] * 45)  # 1.5 s looking down
+    assert long[0] == (1.0, 1.0) and long[14] == (1.0, 1.0)  # the first 0.5 s: a blink
+    assert long[-1] == (0.0, 0.0)  # then the identity's eyes come back
+    rights = [r for r, _ in long]
+    assert all(b <= a for a, b in itertools.pairwise(rights))  # fading, never popping back
+    assert run_hand_over(monkeypatch, "visitor", [0.3])[0] == (1.0, 1.0)
+    assert run_hand_over(monkeypatch, "identity", [0.02])[0] == (0.0, 0.0)
 
 
 def test_shape_transfer_moves_the_visitor_eyes_with_the_new_shape(

@@ -24,6 +24,7 @@ from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blend import ColourMemory
+from appliance.vision.eye_handover import EyeHandOver
 from appliance.vision.face_pool import FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
@@ -72,6 +73,7 @@ class FrameProcessor:
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
         self.fade = Fade()
         self._colours: dict[int, ColourMemory] = {}
+        self.eyes = EyeHandOver(swapper.settings.eyes)
 
     @property
     def max_faces(self) -> int:
@@ -127,6 +129,7 @@ class FrameProcessor:
         live = {t.track_id for t in tracks}
         self.shaper.keep_only(live)
         self.fade.keep_only(live)
+        self.eyes.keep_only(live)
         self._colours = {k: v for k, v in self._colours.items() if k in live}
         frame.swapped = swapped
         if swapped and work is not frame.image:
@@ -161,8 +164,17 @@ class FrameProcessor:
             target = self.shaper.target(track.track_id, face.points, identity, pose, strength)
         add_stage_ms(timings, "shape", start)
         colour = self._colours.setdefault(track.track_id, ColourMemory())
+        self.eyes.mode = self.swapper.settings.eyes
+        own_eyes = self.eyes.own_eyes(track.track_id, face.points, stamp_ns)
         swapped = self.swapper.swap(
-            image, face, identity, timings, strength=strength, target=target, colour=colour
+            image,
+            face,
+            identity,
+            timings,
+            strength=strength,
+            target=target,
+            colour=colour,
+            own_eyes=own_eyes,
         )
         return swapped, timings
 
@@ -192,3 +204,4 @@ class FrameProcessor:
         self.shaper.reset()
         self.fade.reset()
         self._colours.clear()
+        self.eyes.reset()

@@ -32,19 +32,17 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
+from appliance.vision.eye_handover import EyeHandOver
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
     FACE_OVAL,
     INNER_MOUTH,
     LEFT_EYE,
-    LEFT_EYE_EAR,
     OUTER_LIPS,
     RIGHT_EYE,
-    RIGHT_EYE_EAR,
 )
 from appliance.vision.occlusion import occluders
-from appliance.vision.shape_transfer import eye_aspect_ratio
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -57,7 +55,6 @@ _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
-EYE_OPEN, EYE_SHUT = 0.15, 0.05  # eye aspect ratios: the identity's eye / the visitor's
 _LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
 
 Image = npt.NDArray[np.uint8]
@@ -79,12 +76,15 @@ class GeometricSwapper:
         strength: float = 1.0,
         target: FloatArray | None = None,
         colour: ColourMemory | None = None,
+        own_eyes: tuple[float, float] | None = None,
     ) -> bool:
         """Swap one face in place; False when nothing was changed (face off-frame or tiny).
 
         ``target``: the mesh (478, 3, image pixels) to give the swapped face;
         the visitor's own landmarks when None. ``colour``: this face's colour
-        transform across frames (eased, so it does not flicker).
+        transform across frames (eased, so it does not flicker). ``own_eyes``:
+        how much of the visitor's own right and left eye shows (0 to 1); from
+        the eyes' openness and ``settings.eyes`` when None.
         """
         timings = {} if timings_ms is None else timings_ms
         t0 = time.perf_counter()
@@ -102,7 +102,9 @@ class GeometricSwapper:
         visitor = own if target is not None else None
         warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
-        mask = self._mask(local, covered, size, identity, face.points)
+        if own_eyes is None:
+            own_eyes = EyeHandOver(self.settings.eyes).own_eyes(0, face.points, 0)
+        mask = self._mask(local, covered, size, identity, own_eyes)
         if in_front is not None:
             mask[in_front > 0] = 0
         if self.settings.color_match:
@@ -124,7 +126,7 @@ class GeometricSwapper:
         covered: Image,
         size: tuple[int, int],
         identity: Identity,
-        visitor: FloatArray,
+        own_eyes: tuple[float, float],
     ) -> Image:
         """Where the identity's face goes (255), with holes where the visitor's own eyes
         (as they close) and inner mouth show through."""
@@ -132,8 +134,8 @@ class GeometricSwapper:
         cv2.fillPoly(mask, [_fixed(local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
         mask[covered == 0] = 0
         rings: list[tuple[npt.NDArray[np.int_], float, float]] = []  # ring, growth, keep
-        for ring, ear in zip(_HOLES["eyes"], (RIGHT_EYE_EAR, LEFT_EYE_EAR), strict=True):
-            rings.append((ring, 1.25, self._own_eye(eye_aspect_ratio(visitor, ear))))
+        for ring, own in zip(_HOLES["eyes"], own_eyes, strict=True):
+            rings.append((ring, 1.25, own))
         if self.settings.keep_mouth:
             rings.append((_HOLES["mouth"][0], 1.25, 1.0))
             if identity.mouth_open:
@@ -144,14 +146,6 @@ class GeometricSwapper:
                 poly = [_fixed(_grow(local[ring, :2], grow))]
                 cv2.fillPoly(mask, poly, value, cv2.LINE_8, _SHIFT)
         return mask
-
-    def _own_eye(self, ear: float) -> float:
-        """How much of the visitor's own eye shows: 0 (identity's) to 1 (visitor's)."""
-        if self.settings.eyes == "visitor":
-            return 1.0
-        if self.settings.eyes == "identity":
-            return 0.0
-        return float(np.clip((EYE_OPEN - ear) / (EYE_OPEN - EYE_SHUT), 0.0, 1.0))
 
 
 def _fixed(points: FloatArray) -> npt.NDArray[np.int32]:

@@ -81,8 +81,12 @@ class NeuralSwapper(GeometricSwapper):
         strength: float = 1.0,
         target: FloatArray | None = None,
         colour: ColourMemory | None = None,
+        own_eyes: tuple[float, float] | None = None,
     ) -> bool:
-        """Swap one face in place; False when nothing was changed (face off the frame)."""
+        """Swap one face in place; False when nothing was changed (face off the frame).
+
+        ``target``, ``colour`` and ``own_eyes`` serve the geometric fallback only.
+        """
         timings = {} if timings_ms is None else timings_ms
         while (generator := self._generator) is not None:
             try:
@@ -97,7 +101,14 @@ class NeuralSwapper(GeometricSwapper):
             except (BadOutputError, BackendError) as exc:
                 self._fall_back(generator, str(exc))
         return super().swap(
-            frame, face, identity, timings, strength=strength, target=target, colour=colour
+            frame,
+            face,
+            identity,
+            timings,
+            strength=strength,
+            target=target,
+            colour=colour,
+            own_eyes=own_eyes,
         )
 
     def _swap_with(

@@ -1,0 +1,64 @@
+"""Whose eyes show: the identity's while open, the visitor's own while they blink.
+
+Per followed face and eye, 0 (the identity's eye) to 1 (the visitor's own):
+the visitor's eye shows as it closes, so blinks and winks read as theirs.
+A closure that lasts (looking down, squinting) is no blink: after
+``HOLD_S`` the identity's eye fades back in over ``FADE_S``, so the face
+stays the identity's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+import numpy as np
+
+from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
+from appliance.vision.shape_transfer import eye_aspect_ratio
+from appliance.vision.types import FloatArray
+
+logger = logging.getLogger(__name__)
+
+EyesMode = Literal["identity", "blinks", "visitor"]
+EYE_OPEN, EYE_SHUT = 0.15, 0.05  # eye aspect ratios: the identity's eye / the visitor's
+HOLD_S = 0.5  # a closure longer than this is not a blink
+FADE_S = 0.3  # then the identity's eye comes back over this long
+CLOSED = 0.5  # "closing" once the visitor's share passes this
+
+
+def closing(ear: float) -> float:
+    """0 for an open eye to 1 for a shut one, by its aspect ratio."""
+    return float(np.clip((EYE_OPEN - ear) / (EYE_OPEN - EYE_SHUT), 0.0, 1.0))
+
+
+class EyeHandOver:
+    """Per-track state of the hand-over (used by one thread at a time per track)."""
+
+    def __init__(self, mode: EyesMode = "blinks") -> None:
+        self.mode = mode
+        self._closed_since: dict[int, int] = {}
+
+    def own_eyes(self, track_id: int, visitor: FloatArray, stamp_ns: int) -> tuple[float, float]:
+        """(right, left): how much of each of the visitor's own eyes shows."""
+        if self.mode == "visitor":
+            return 1.0, 1.0
+        if self.mode == "identity":
+            return 0.0, 0.0
+        shares = [
+            closing(eye_aspect_ratio(visitor, ring)) for ring in (RIGHT_EYE_EAR, LEFT_EYE_EAR)
+        ]
+        if max(shares) < CLOSED:
+            self._closed_since.pop(track_id, None)
+            return shares[0], shares[1]
+        since = self._closed_since.setdefault(track_id, stamp_ns)
+        held_s = (stamp_ns - since) / 1e9
+        back = float(np.clip((held_s - HOLD_S) / FADE_S, 0.0, 1.0))
+        return shares[0] * (1 - back), shares[1] * (1 - back)
+
+    def keep_only(self, track_ids: set[int]) -> None:
+        for gone in set(self._closed_since) - track_ids:
+            del self._closed_since[gone]
+
+    def reset(self) -> None:
+        self._closed_since.clear()
