@@ -1,81 +1,53 @@
-"""Backends for ``mirror doctor``: try the profile's order, report every attempt.
+"""Backends for ``mirror doctor``: the runtime choice ``mirror run`` makes, as a report.
 
-The choice itself is ``appliance.inference.select.choose_backend(order)``,
-imported when the doctor runs (a vendor SDK that fails to import disables
-only its backend). The chooser is injectable for tests.
+The choice is ``appliance.hardware.runtime.choose_runtime`` (the profile's
+backend order through ``choose_backend``, then every role's model resolved),
+so the doctor and the running mirror cannot disagree. The chooser is
+injectable for tests.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
-from appliance.errors import BackendError, MirrorError
+from appliance.errors import MirrorError
+from appliance.hardware.match import MatchResult
 from appliance.hardware.report import AttemptReport, BackendsReport
+from appliance.hardware.runtime import AttemptLike, Chooser, RuntimeChoice, choose_runtime
 from appliance.inference.fallbacks import fallbacks
+from appliance.modelstore import ModelStore
 
 logger = logging.getLogger(__name__)
 
-
-class AttemptLike(Protocol):
-    """``appliance.inference.select.Attempt``: one backend tried, and how it went."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def reason(self) -> str: ...
+__all__ = ["AttemptLike", "Chooser", "check_backends"]
 
 
-Chooser = Callable[[Sequence[str]], tuple[Any, Sequence[AttemptLike]]]
+def _fallback_lines(choice: RuntimeChoice | None) -> list[str]:
+    """The choice's fallbacks first, then any other recorded in this process."""
+    lines = [f.describe() for f in choice.fallbacks] if choice else []
+    lines += [text for text in (f.describe() for f in fallbacks()) if text not in lines]
+    return lines
 
 
-def _litert_only(order: Sequence[str]) -> tuple[Any, Sequence[AttemptLike]]:
-    """Stand-in while ``appliance.inference.select`` is absent: LiteRT CPU alone."""
-    missing = "appliance.inference.select is not installed, so only litert-cpu was tried"
-    if "litert-cpu" not in order:
-        raise BackendError(f"{missing} and the profile does not list it")
+def check_backends(
+    match: MatchResult, store: ModelStore, chooser: Chooser | None = None
+) -> tuple[RuntimeChoice | None, BackendsReport]:
+    """The runtime choice for ``match`` and its report; no choice when no backend works."""
+    order = list(match.profile.backends)
     try:
-        importlib.import_module("ai_edge_litert.interpreter")
-    except ImportError as exc:
-        raise BackendError(f"{missing}, and LiteRT cannot be imported: {exc}") from exc
-    from appliance.inference.litert import LiteRTBackend
-
-    attempt = AttemptReport(name="litert-cpu", ok=True, reason=f"LiteRT imports ({missing})")
-    return LiteRTBackend(), [attempt]
-
-
-def default_chooser() -> Chooser:
-    """``choose_backend`` from ``appliance.inference.select``, or the LiteRT stand-in."""
-    try:
-        module = importlib.import_module("appliance.inference.select")
-    except ImportError:
-        logger.warning("appliance.inference.select is missing: checking litert-cpu only")
-        return _litert_only
-    chooser: Chooser = module.choose_backend
-    return chooser
-
-
-def check_backends(order: Sequence[str], chooser: Chooser | None = None) -> BackendsReport:
-    """Choose a backend in ``order``; ``chosen`` is None when none works."""
-    choose = chooser or default_chooser()
-    chosen: str | None = None
-    attempts: list[AttemptReport] = []
-    try:
-        backend, tried = choose(order)
-        chosen = str(getattr(backend, "name", backend))
-        attempts = [AttemptReport(name=a.name, ok=bool(a.ok), reason=a.reason) for a in tried]
+        choice = choose_runtime(match, store, chooser=chooser)
     except MirrorError as exc:
         logger.info("no backend works: %s", exc)
-        attempts = [AttemptReport(name="(all)", ok=False, reason=" ".join(str(exc).split()))]
-    return BackendsReport(
-        order=list(order),
-        chosen=chosen,
+        failed = AttemptReport(name="(all)", ok=False, reason=" ".join(str(exc).split()))
+        report = BackendsReport(
+            order=order, chosen=None, attempts=[failed], fallbacks=_fallback_lines(None)
+        )
+        return None, report
+    attempts = [AttemptReport(name=a.name, ok=a.ok, reason=a.reason) for a in choice.attempts]
+    report = BackendsReport(
+        order=order,
+        chosen=choice.backend,
         attempts=attempts,
-        fallbacks=[f.describe() for f in fallbacks()],
+        fallbacks=_fallback_lines(choice),
     )
+    return choice, report

@@ -1,4 +1,4 @@
-"""``mirror doctor``: probe, match, try backends, verify models, look at peripherals.
+"""``mirror doctor``: probe, match, make the runtime choice, verify models, look at peripherals.
 
 The result is a :class:`DoctorReport`. ``problems`` stop the mirror (models
 missing or corrupt, no backend that works); ``warnings`` degrade it (a camera
@@ -22,7 +22,8 @@ from appliance.hardware.nvidia import NvmlLoader, Runner, load_nvml, run_command
 from appliance.hardware.peripherals import check_camera, check_display, check_gpio
 from appliance.hardware.probe import is_live, probe
 from appliance.hardware.profile import HardwareProfile
-from appliance.hardware.report import CandidateReport, DoctorReport, ProfileReport
+from appliance.hardware.report import CandidateReport, DoctorReport, ModelsReport, ProfileReport
+from appliance.hardware.runtime import RuntimeChoice
 from appliance.hardware.thermal_sensors import read_sensors
 from appliance.modelstore import ModelStore
 
@@ -80,14 +81,15 @@ def run_doctor(
     live = is_live(root) if probes.live is None else probes.live
     result = match_profile(profiles, probes.facts(root, live), override)
     profile = result.profile
+    choice, backends = check_backends(result, store, probes.chooser)  # as `mirror run` chooses
     report = DoctorReport(
         ok=True,
         problems=[],
         warnings=[],
         profile=_profile_report(result),
         facts=result.facts,
-        backends=check_backends(profile.backends, probes.chooser),
-        models=check_models(store, profile.models.by_role()),
+        backends=backends,
+        models=_with_choice(check_models(store, profile.models.by_role()), choice),
         camera=check_camera(root, profile.capture),
         display=check_display(root, profile.display),
         gpio=check_gpio(root, profile.gpio),
@@ -101,6 +103,20 @@ def run_doctor(
     return report.model_copy(
         update={"ok": not problems, "problems": problems, "warnings": warnings}
     )
+
+
+def _with_choice(models: ModelsReport, choice: RuntimeChoice | None) -> ModelsReport:
+    """Each role's detail also says which file runs it on which backend, as `mirror run` does."""
+    if choice is None:
+        return models
+    chosen = {role.role: role for role in choice.roles if role.file is not None}
+    roles = [
+        r.model_copy(update={"detail": f"{r.detail}; runs {chosen[r.role].summary()}"})
+        if r.role in chosen
+        else r
+        for r in models.roles
+    ]
+    return models.model_copy(update={"roles": roles})
 
 
 def _matched(result: MatchResult) -> bool:
