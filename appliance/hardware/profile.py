@@ -1,13 +1,15 @@
 """The schema of a hardware profile (``hardware_profiles/*.yaml``).
 
 A profile is data: how to recognise the device (``match``), the backend
-order, the model variant per role, capture, display, thermal sensors and
-thresholds, GPIO pins and the frame rate to hold. Every model is frozen and
-rejects unknown keys, so a typo in a profile is an error, not a silent default.
+order, the model variant per role, capture, display, thermal sensors,
+thresholds and fan curve, GPIO pins and the frame rate to hold. Every model
+is frozen and rejects unknown keys, so a typo in a profile is an error, not a
+silent default.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, Literal
 
@@ -117,18 +119,72 @@ class DisplaySpec(_Frozen):
         return parse_resolution(self.resolution)
 
 
+class FanStep(_Frozen):
+    """One step of a fan curve: at ``at_c`` and above, run at ``duty``."""
+
+    at_c: float = Field(gt=0.0, lt=150.0, description="Temperature the step starts at.")
+    duty: float = Field(gt=0.0, le=1.0, description="PWM duty cycle from 0 (off) to 1 (full).")
+
+
+# The Raspberry Pi 5's own fan curve (fan_temp0..3: 50/60/67.5/75 C, speeds 75/125/175/250
+# of 255), each step dropping back 5 C lower.
+PI5_FAN_CURVE = (
+    FanStep(at_c=50.0, duty=0.3),
+    FanStep(at_c=60.0, duty=0.5),
+    FanStep(at_c=67.5, duty=0.7),
+    FanStep(at_c=75.0, duty=1.0),
+)
+
+
+class FanSpec(_Frozen):
+    """The curve a PWM fan on the GPIO pin named ``fan`` follows (off below the first step)."""
+
+    curve: tuple[FanStep, ...] = Field(
+        PI5_FAN_CURVE, min_length=1, description="Steps by rising temperature (the Pi 5's own)."
+    )
+    hysteresis_c: float = Field(
+        5.0, ge=0.0, le=30.0, description="A step is left only this far below where it starts."
+    )
+    pwm_hz: float = Field(100.0, gt=0.0, le=50_000.0, description="PWM frequency.")
+
+    @model_validator(mode="after")
+    def _rising(self) -> FanSpec:
+        for low, high in itertools.pairwise(self.curve):
+            if not low.at_c < high.at_c:
+                raise ValueError(f"fan steps must rise: {low.at_c:g} C then {high.at_c:g} C")
+            if high.duty < low.duty:
+                raise ValueError(f"fan duty must not fall: {low.duty:g} then {high.duty:g}")
+        return self
+
+
 class ThermalSpec(_Frozen):
     sensors: tuple[str, ...] = Field(
         (),
         description="Sensor files in millidegrees (globs allowed, e.g. "
-        "/sys/class/thermal/thermal_zone*/temp) or nvml:N for NVIDIA GPU N.",
+        "/sys/class/thermal/thermal_zone*/temp or /sys/class/apex/*/temp) or nvml:N "
+        "for NVIDIA GPU N.",
     )
-    warm_c: float = Field(gt=0.0, lt=150.0, description="NORMAL -> WARM above this.")
-    hot_c: float = Field(gt=0.0, lt=150.0, description="WARM -> HOT above this.")
-    critical_c: float = Field(gt=0.0, lt=150.0, description="HOT -> CRITICAL above this.")
+    zone_types: tuple[str, ...] = Field(
+        (),
+        description="Read only the thermal zones (thermal_zone*/) whose type is one of "
+        "these (case-insensitive); empty: every zone the sensors match.",
+    )
+    warm_c: float = Field(gt=0.0, lt=150.0, description="NORMAL -> WARM at this or above.")
+    hot_c: float = Field(gt=0.0, lt=150.0, description="WARM -> HOT at this or above.")
+    critical_c: float = Field(gt=0.0, lt=150.0, description="HOT -> CRITICAL at this or above.")
     hysteresis_c: float = Field(
         5.0, ge=0.0, le=30.0, description="Step down only this far below a threshold."
     )
+    hold_s: float = Field(
+        30.0, ge=0.0, le=3600.0, description="...and only after staying there this long."
+    )
+    poll_s: float = Field(5.0, gt=0.0, le=60.0, description="Seconds between sensor reads.")
+    required: bool = Field(
+        True,
+        description="No readable sensor is a failure (the governor runs conservatively); "
+        "false: a machine without sensors runs unmonitored, with a warning.",
+    )
+    fan: FanSpec = Field(default_factory=FanSpec, description="The GPIO fan's curve.")
 
     @field_validator("sensors")
     @classmethod
@@ -136,6 +192,14 @@ class ThermalSpec(_Frozen):
         for sensor in value:
             if not (sensor.startswith("/") or _NVML_SENSOR.match(sensor)):
                 raise ValueError(f"sensor {sensor!r} must be an absolute path or nvml:N")
+        return value
+
+    @field_validator("zone_types")
+    @classmethod
+    def _zone_type_form(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for zone_type in value:
+            if not zone_type.strip() or zone_type != zone_type.strip():
+                raise ValueError(f"zone type {zone_type!r} must be a non-empty word")
         return value
 
     @model_validator(mode="after")
@@ -153,7 +217,17 @@ class GpioSpec(_Frozen):
         "bcm", description="bcm: Broadcom GPIO numbers 0-27; board: header pins 1-40."
     )
     pins: dict[str, int] = Field(
-        default_factory=dict, description="Named pins, e.g. status_led: 17, button: 27."
+        default_factory=dict,
+        description="Named pins: status_led, button, pir (motion sensor), fan; e.g. button: 27.",
+    )
+    button_hold_s: float = Field(
+        2.0, gt=0.0, le=10.0, description="A press this long is a long press (swapping on/off)."
+    )
+    motion_idle_s: float = Field(
+        120.0,
+        gt=0.0,
+        le=86400.0,
+        description="With no motion for this long the display dims and processing idles.",
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,220 @@
+"""The GPIO panel: status LED, button and PIR motion sensor, built from the profile's pins.
+
+``GpioPanel.open(spec, callbacks)`` opens each device the profile names
+(``status_led``, ``button``, ``pir``; the ``fan`` pin belongs to
+``appliance.hardware.fan``) on an injectable gpiozero pin factory, or on
+gpiozero's default one (lgpio, RPi.GPIO, pigpio, native, in that order).
+Where no factory works (an x86 box, a Jetson) or the profile names no pins,
+the panel is empty: every method still works, and the reason is logged once
+and shown by ``describe()``. A device that cannot open (a pin in use, no
+permission on /dev/gpiochip*) disables only itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from appliance.hardware.button import PanelButton
+from appliance.hardware.motion import MotionWatch
+from appliance.hardware.profile import GpioSpec
+from appliance.hardware.status_led import StatusLed
+
+logger = logging.getLogger(__name__)
+
+PANEL_PINS = ("status_led", "button", "pir")
+OTHER_OWNERS = {"fan": "appliance.hardware.fan"}
+
+_Device = TypeVar("_Device", StatusLed, PanelButton, MotionWatch)
+
+
+def _nothing() -> None:
+    """The default callback."""
+
+
+@dataclass(frozen=True)
+class GpioCallbacks:
+    """What the runtime does on each input; each runs on a gpiozero thread and must be short."""
+
+    next_identity: Callable[[], None] = _nothing
+    toggle_swapping: Callable[[], None] = _nothing
+    wake: Callable[[], None] = _nothing
+    idle: Callable[[], None] = _nothing
+
+
+def _guarded(name: str, callback: Callable[[], None]) -> Callable[[], None]:
+    """``callback`` with its exceptions logged, so they cannot kill a gpiozero thread."""
+
+    def run() -> None:
+        try:
+            callback()
+        except Exception:
+            logger.exception("GPIO callback %s failed", name)
+
+    return run
+
+
+def pin_name(spec: GpioSpec, number: int) -> str:
+    """gpiozero's name for a profile pin: ``GPIO17`` (bcm) or ``BOARD7`` (board)."""
+    return f"{'GPIO' if spec.numbering == 'bcm' else 'BOARD'}{number}"
+
+
+def resolve_pin_factory(pin_factory: Any = None) -> tuple[Any, str]:
+    """``(factory, its name)``, or ``(None, why no factory works here)``.
+
+    An injected factory is used as is; otherwise gpiozero's default, whose
+    fallback warnings are folded into the one reason instead of leaking out.
+    """
+    if pin_factory is not None:
+        return pin_factory, type(pin_factory).__name__
+    try:
+        from gpiozero import Device
+    except ImportError as exc:
+        return None, f"gpiozero is not installed ({exc})"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            Device.ensure_pin_factory()
+        except Exception as exc:  # BadPinFactory, or a factory's own ImportError/OSError
+            tried = "; ".join(str(warning.message) for warning in caught)
+            return None, f"no GPIO pin factory works here: {exc}" + (f" ({tried})" if tried else "")
+    for warning in caught:
+        logger.info("GPIO pin factory: %s", warning.message)
+    return Device.pin_factory, type(Device.pin_factory).__name__
+
+
+class GpioPanel:
+    """The open GPIO devices (any of them may be None) and why the others are off."""
+
+    def __init__(
+        self,
+        led: StatusLed | None = None,
+        button: PanelButton | None = None,
+        motion: MotionWatch | None = None,
+        notes: tuple[str, ...] = (),
+        pin_factory: Any = None,
+    ) -> None:
+        self.led = led
+        self.button = button
+        self.motion = motion
+        self.notes = notes
+        self.pin_factory = pin_factory
+
+    @classmethod
+    def off(cls, reason: str) -> GpioPanel:
+        """An empty panel; ``reason`` is logged once, here."""
+        logger.warning("GPIO off: %s; the mirror runs without LED, button and PIR", reason)
+        return cls(notes=(f"gpio: off, {reason}",))
+
+    @classmethod
+    def open(
+        cls, spec: GpioSpec | None, callbacks: GpioCallbacks, pin_factory: Any = None
+    ) -> GpioPanel:
+        """Open every device ``spec`` names; never raises for missing hardware."""
+        if spec is None or not any(name in spec.pins for name in PANEL_PINS):
+            reason = "the hardware profile names no status_led, button or pir pin"
+            logger.info("GPIO off: %s", reason)
+            return cls(notes=(f"gpio: off, {reason}",))
+        factory, factory_name = resolve_pin_factory(pin_factory)
+        if factory is None:
+            return cls.off(factory_name)
+        notes = [f"gpio: {factory_name}, {spec.numbering} numbering"]
+        led = _try("status_led", spec, notes, lambda pin: StatusLed(pin, pin_factory=factory))
+        button = _try("button", spec, notes, lambda pin: _button(pin, spec, callbacks, factory))
+        motion = _try("pir", spec, notes, lambda pin: _motion(pin, spec, callbacks, factory))
+        notes += _other_pins(spec)
+        panel = cls(led, button, motion, notes=tuple(notes), pin_factory=factory)
+        logger.info("GPIO on: %s", "; ".join(panel.describe()))
+        return panel
+
+    @property
+    def active(self) -> bool:
+        """Whether any device is open."""
+        return any(device is not None for device in (self.led, self.button, self.motion))
+
+    @property
+    def idle(self) -> bool:
+        """Whether the PIR has idled the mirror (False without a PIR)."""
+        return self.motion is not None and self.motion.idle
+
+    def show(self, state: str) -> None:
+        """Show ``state`` on the status LED; nothing without one."""
+        if self.led is not None:
+            self.led.show(state)
+
+    def describe(self) -> list[str]:
+        """One line per device for the dashboard and ``mirror doctor``."""
+        lines = list(self.notes[:1])
+        for device in (self.led, self.button, self.motion):
+            if device is not None:
+                lines.append(device.describe())
+        return lines + list(self.notes[1:])
+
+    def close(self) -> None:
+        """Release every pin (safe to call twice)."""
+        for device in (self.led, self.button, self.motion):
+            if device is not None:
+                device.close()
+        self.led, self.button, self.motion = None, None, None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _try(
+    name: str, spec: GpioSpec, notes: list[str], build: Callable[[str], _Device]
+) -> _Device | None:
+    """``build(pin)`` for pin ``name``; None if the profile lacks it or it fails (noted, warned)."""
+    if name not in spec.pins:
+        return None
+    pin = pin_name(spec, spec.pins[name])
+    try:
+        return build(pin)
+    except Exception as exc:  # gpiozero's pin errors, OSError on /dev/gpiochip*
+        logger.warning("GPIO %s on %s off: %s", name, pin, exc)
+        notes.append(f"{name}: {pin} off, {exc}")
+        return None
+
+
+def _button(pin: str, spec: GpioSpec, callbacks: GpioCallbacks, factory: Any) -> PanelButton:
+    return PanelButton(
+        pin,
+        on_short=_guarded("next_identity", callbacks.next_identity),
+        on_long=_guarded("toggle_swapping", callbacks.toggle_swapping),
+        hold_s=spec.button_hold_s,
+        pin_factory=factory,
+    )
+
+
+def _motion(pin: str, spec: GpioSpec, callbacks: GpioCallbacks, factory: Any) -> MotionWatch:
+    return MotionWatch(
+        pin,
+        on_wake=_guarded("wake", callbacks.wake),
+        on_idle=_guarded("idle", callbacks.idle),
+        idle_after_s=spec.motion_idle_s,
+        pin_factory=factory,
+    )
+
+
+def _other_pins(spec: GpioSpec) -> list[str]:
+    """Notes on the profile's pins this panel does not drive."""
+    notes = []
+    for name, number in spec.pins.items():
+        if name in PANEL_PINS:
+            continue
+        owner = OTHER_OWNERS.get(name)
+        where = f"driven by {owner}" if owner else "not used by anything"
+        notes.append(f"{name}: {pin_name(spec, number)}, {where}")
+    return notes

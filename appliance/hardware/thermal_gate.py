@@ -1,0 +1,124 @@
+"""A frame processor under the thermal governor: its action applied between frames.
+
+``ThermalGate`` wraps a processor that has ``process``, ``reset`` and the
+``quality``/``set_quality`` pair (``FrameProcessor``) and is itself one, so
+the runner and the adaptive controller use it in the processor's place.
+``set_action`` may be called from any thread (the governor's); the action
+takes effect at the start of the next frame, on the processing thread:
+
+- the ladder's level is kept as asked, and the processor gets it under the
+  action's limits (``ThermalAction.limit``): the ladder still steps down
+  below the thermal limit and climbs back up to it;
+- while swapping is not allowed (CRITICAL) the processor is not called at
+  all: frames go on unswapped, dimmed, with the cooling notice on them, so
+  the display and the watchdog stay alive; the processor is reset when
+  swapping resumes (its tracks are stale by then).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+import cv2
+
+from appliance.hardware.governor import ThermalState
+from appliance.hardware.thermal_action import ThermalAction
+from appliance.pipeline.frames import Frame, Image
+from appliance.pipeline.quality import QualityLevel
+
+logger = logging.getLogger(__name__)
+
+NOTICE_DIM = 0.45  # the frame behind the notice keeps this much of its brightness
+NOTICE_HEIGHT = 0.06  # text height as a share of the frame's height
+
+
+class TunableProcessor(Protocol):
+    """``FrameProcessor`` as the gate needs it."""
+
+    @property
+    def quality(self) -> QualityLevel: ...
+
+    def set_quality(self, level: QualityLevel) -> None: ...
+
+    def process(self, frame: Frame) -> Frame: ...
+
+    def reset(self) -> None: ...
+
+
+def draw_notice(image: Image, text: str) -> None:
+    """Dim ``image`` in place and write ``text`` across its middle (ASCII text)."""
+    cv2.convertScaleAbs(image, dst=image, alpha=NOTICE_DIM, beta=0.0)
+    height, width = image.shape[:2]
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    scale = max(0.4, height * NOTICE_HEIGHT / 22.0)  # Hershey simplex caps are ~22 px at 1.0
+    thickness = max(1, round(scale * 2))
+    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
+    if text_w > width * 0.9:
+        scale *= width * 0.9 / text_w
+        thickness = max(1, round(scale * 2))
+        (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
+    origin = ((width - text_w) // 2, (height + text_h) // 2)
+    cv2.putText(image, text, origin, font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+
+
+class ThermalGate:
+    """``processor`` under the governor's latest action (see the module docstring)."""
+
+    def __init__(self, processor: TunableProcessor) -> None:
+        self.processor = processor
+        self._asked = processor.quality
+        self._action = ThermalAction(ThermalState.NORMAL)
+        self._pending: ThermalAction | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ThermalGate({self.processor!r}, {self._action.state.label})"
+
+    @property
+    def action(self) -> ThermalAction:
+        """The action in force on the processing thread."""
+        return self._action
+
+    def set_action(self, action: ThermalAction) -> None:
+        """Use ``action`` from the next frame on (any thread)."""
+        with self._lock:
+            self._pending = action
+
+    # ---- Tunable: the adaptive controller's side ------------------------------------------
+
+    @property
+    def quality(self) -> QualityLevel:
+        """The level the ladder asked for (the processor may run under it)."""
+        return self._asked
+
+    def set_quality(self, level: QualityLevel) -> None:
+        self._asked = level
+        self.processor.set_quality(self._action.limit(level))
+
+    # ---- Processor: the runner's side -----------------------------------------------------
+
+    def process(self, frame: Frame) -> Frame:
+        self._take_pending()
+        if self._action.swapping:
+            return self.processor.process(frame)
+        draw_notice(frame.image, self._action.notice)
+        frame.faces = 0
+        frame.swapped = False
+        return frame
+
+    def reset(self) -> None:
+        self.processor.reset()
+
+    def _take_pending(self) -> None:
+        with self._lock:
+            action, self._pending = self._pending, None
+        if action is None:
+            return
+        resumed = action.swapping and not self._action.swapping
+        self._action = action
+        self.processor.set_quality(action.limit(self._asked))
+        if resumed:
+            self.processor.reset()
+        logger.debug("thermal action %s in force", action.state.label)
