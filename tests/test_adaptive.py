@@ -28,7 +28,7 @@ from appliance.pipeline.ladder import LadderTiming
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.quality import QualityLevel
 from appliance.pipeline.runner import PipelineRunner
-from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.telemetry import Drop, Telemetry
 from appliance.vision.swap_geometric import GeometricSwapper
 from tests.waiting import wait_for
 
@@ -179,3 +179,16 @@ def test_processing_at_a_lower_height_keeps_the_frame_size(
     changed = np.abs(frame.image.astype(int) - image.astype(int)).sum(axis=2) > 40
     assert changed.mean() > 0.01  # the face was swapped at the lower resolution
     assert processor.quality.max_height == 540
+
+
+@pytest.mark.usefixtures("reset")
+def test_an_fps_cap_drops_frames_as_thermal_and_lifts(processor: FrameProcessor) -> None:
+    telemetry = Telemetry()
+    controller = AdaptiveController(processor, telemetry, PipelineSettings(idle_after_s=600.0))
+    image = empty_room()
+    frames = [Frame(image=image, index=i, capture_ns=i * PERIOD_NS) for i in range(60)]
+    controller.set_fps_cap(15.0, "warm")
+    refused = [controller.refusal(f) for f in frames[:30]]
+    assert refused.count(Drop.THERMAL) == 15 and refused.count(None) == 15
+    controller.set_fps_cap(None)
+    assert all(controller.refusal(f) is None for f in frames[30:])

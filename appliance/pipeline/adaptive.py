@@ -18,7 +18,7 @@ from appliance.pipeline.frames import Frame
 from appliance.pipeline.idle import IdleGate
 from appliance.pipeline.ladder import DegradeLadder, LadderTiming
 from appliance.pipeline.quality import QualityLevel, build_ladder
-from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.telemetry import Drop, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +57,45 @@ class AdaptiveController:
         self._timing = timing
         self._clock = clock_ns
         self._ladder: DegradeLadder | None = None
+        self._cap_ns = 0  # the fps cap's frame period (0: no cap)
+        self._capped_at: int | None = None
 
     @property
     def level(self) -> int:
         return 0 if self._ladder is None else self._ladder.level
 
     def admit(self, frame: Frame) -> bool:
-        """Whether to process ``frame`` (False: idle mode drops it)."""
+        """Whether to process ``frame`` (False: idle mode or the fps cap drops it)."""
         if self._ladder is None:
             self._build(frame.image.shape[0])
-        return self.idle.admit(frame.capture_ns)
+        return self.refusal(frame) is None
+
+    def refusal(self, frame: Frame) -> Drop | None:
+        """Why ``frame`` is not to be processed (``Drop.IDLE``, ``Drop.THERMAL``), or None."""
+        if self._ladder is None:
+            self._build(frame.image.shape[0])
+        if not self.idle.admit(frame.capture_ns):
+            return Drop.IDLE
+        last = self._capped_at
+        if self._cap_ns and last is not None and frame.capture_ns - last < self._cap_ns * 0.9:
+            return Drop.THERMAL
+        self._capped_at = frame.capture_ns
+        return None
+
+    def set_fps_cap(self, fps: float | None, reason: str = "") -> None:
+        """Process at most ``fps`` frames a second (None: no cap), e.g. while the device is warm.
+
+        The ladder then aims at the cap, so the frames it drops are not taken for slowness.
+        """
+        cap_ns = 0 if fps is None or fps <= 0 else round(1e9 / fps)
+        if cap_ns == self._cap_ns:
+            return
+        self._cap_ns = cap_ns
+        target = self.settings.target_fps if fps is None else min(self.settings.target_fps, fps)
+        if self._ladder is not None:
+            self._ladder.target_fps = target
+            self._ladder.pause(self._clock())
+        logger.info("fps cap %s (%s)", "off" if fps is None else f"{fps:g}", reason or "asked")
 
     def observe(self, frame: Frame, process_ms: float) -> None:
         """Record a processed frame; may change the mode or the quality level."""

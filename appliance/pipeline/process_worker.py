@@ -63,8 +63,9 @@ class ProcessWorker:
         telemetry = self.ctx.telemetry
         if self._stale(frame):
             return
-        if self.controller is not None and not self.controller.admit(frame):
-            telemetry.record_drop(Drop.IDLE)
+        refused = None if self.controller is None else self.controller.refusal(frame)
+        if refused is not None:
+            telemetry.record_drop(refused)
             return
         telemetry.record_stage("queue", age_ms(frame))
         done = self._process(frame)

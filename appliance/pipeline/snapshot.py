@@ -47,8 +47,37 @@ class CameraSnapshot:
 
 
 @dataclass(frozen=True)
+class ThermalSnapshot:
+    """The thermal governor's view: its state, the hottest reading, any sensor alert, the fan.
+
+    ``state`` is ``unknown`` until a governor reports; ``temperature_c`` is None
+    while no sensor reads; ``fan_duty`` (0-1) is None without a fan.
+    """
+
+    state: str = "unknown"
+    temperature_c: float | None = None
+    alert: str = ""
+    fan_duty: float | None = None
+
+
+@dataclass(frozen=True)
+class LivenessSnapshot:
+    """The liveness gate: its mode and the faces followed now by state.
+
+    ``mode`` is ``unknown`` until the pipeline reports, ``none`` without a gate
+    (files, the demo photo) and ``off`` when staff switched liveness off: the
+    dashboard shows ``off`` as a warning.
+    """
+
+    mode: str = "unknown"
+    live: int = 0
+    unverified: int = 0
+
+
+@dataclass(frozen=True)
 class Transition:
-    """A change of ``subject`` (mode, degrade, camera, runner) at ``at_unix``."""
+    """A change of ``subject`` (mode, degrade, camera, runner, thermal, thermal_sensors,
+    liveness)."""
 
     at_unix: float
     subject: str
@@ -88,6 +117,8 @@ class TelemetrySnapshot:
     camera: CameraSnapshot
     sinks: dict[str, SinkSnapshot]
     transitions: tuple[Transition, ...]
+    thermal: ThermalSnapshot = field(default_factory=ThermalSnapshot)
+    liveness: LivenessSnapshot = field(default_factory=LivenessSnapshot)
 
     @property
     def dropped(self) -> int:

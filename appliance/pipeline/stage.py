@@ -19,7 +19,7 @@ from appliance.media.lifecycle import Lifecycle
 from appliance.pipeline.failures import StageFailures
 from appliance.pipeline.frames import Frame
 from appliance.pipeline.slots import LatestSlot
-from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.telemetry import Drop, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,9 @@ class Processor(Protocol):
 class Controller(Protocol):
     """What the runner needs of an adaptive-quality controller (``AdaptiveController``)."""
 
-    def admit(self, frame: Frame) -> bool: ...
+    def refusal(self, frame: Frame) -> Drop | None:
+        """Why not to process ``frame`` (it is then dropped for that reason), or None."""
+        ...
 
     def observe(self, frame: Frame, process_ms: float) -> None: ...
 

@@ -22,8 +22,10 @@ from appliance.pipeline.meters import LatencyWindow, RateMeter, Samples, summari
 from appliance.pipeline.snapshot import (
     CameraSnapshot,
     LatencySummary,
+    LivenessSnapshot,
     SinkSnapshot,
     TelemetrySnapshot,
+    ThermalSnapshot,
     Transition,
 )
 
@@ -36,6 +38,7 @@ class Drop(StrEnum):
     STALE = "stale"  # older than the latency budget
     SUPERSEDED = "superseded"  # replaced by a newer frame before processing
     IDLE = "idle"  # not processed: nobody in view, running at the idle rate
+    THERMAL = "thermal"  # not processed: the device is warm, running at a capped rate
     SINK_BUSY = "sink_busy"  # replaced by a newer frame before its sink took it
     ERROR = "error"  # a stage failed on it
     OUT_OF_ORDER = "out_of_order"  # not newer than the last frame a sink got
@@ -90,6 +93,8 @@ class Telemetry:
         self._degrade = 0
         self._quality = "full quality"
         self._faces = 0
+        self._thermal = ThermalSnapshot()
+        self._liveness = LivenessSnapshot()
 
     # ---- frames and latencies -------------------------------------------------------------
 
@@ -190,9 +195,45 @@ class Telemetry:
                 self._degrade = level
             self._quality = quality or ("full quality" if level == 0 else f"level {level}")
 
+    def set_thermal(
+        self,
+        state: str,
+        temperature_c: float | None,
+        reason: str,
+        *,
+        alert: str = "",
+        fan_duty: float | None = None,
+    ) -> None:
+        """The thermal governor's latest round (state, hottest reading, alert, fan duty).
+
+        A change of state is a ``thermal`` transition with ``reason``; a sensor
+        alert starting or ending is a ``thermal_sensors`` transition.
+        """
+        with self._lock:
+            before = self._thermal
+            if state != before.state:
+                self._transition("thermal", before.state, state, reason)
+            if bool(alert) != bool(before.alert):
+                after = "failed" if alert else "ok"
+                self._transition(
+                    "thermal_sensors",
+                    "failed" if before.alert else "ok",
+                    after,
+                    alert or "sensors read again",
+                )
+            self._thermal = ThermalSnapshot(state, temperature_c, alert, fan_duty)
+
     def set_faces(self, faces: int) -> None:
         with self._lock:
             self._faces = faces
+
+    def set_liveness(self, live: int, unverified: int, mode: str) -> None:
+        """Faces followed now that are LIVE / UNVERIFIED, and the gate's mode (a change of
+        mode is a ``liveness`` transition)."""
+        with self._lock:
+            if mode != self._liveness.mode:
+                self._transition("liveness", self._liveness.mode, mode, "liveness mode")
+            self._liveness = LivenessSnapshot(mode, live, unverified)
 
     def camera_lost(self, reason: str) -> None:
         """Frames stopped coming; a gap starts (no-op while already in one)."""
@@ -245,6 +286,8 @@ class Telemetry:
                 camera=self._camera_state(now),
                 sinks={},
                 transitions=tuple(self._transitions),
+                thermal=self._thermal,
+                liveness=self._liveness,
             )
         return _with_summaries(snap, e2e, stages, sinks)
 
