@@ -1,0 +1,84 @@
+"""``create_app``: the admin UI's Flask app over a ``MirrorControl``.
+
+Configuration is layered: safe defaults, then ``test_config``. On the first
+start without an account (development: provisioning makes one on a real
+device) a password is generated and handed to ``announce`` once (it prints
+to the console by default; ``mirror run`` also shows it on the display).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from web_ui import csrf, errorpages, filters, security
+from web_ui.auth_store import HASH_METHOD, USERNAME, AuthStore
+from web_ui.blueprints import auth, dashboard, health, identities, logs, preview, settings
+from web_ui.config import WebConfig, web_dir
+from web_ui.context import EXTENSION_KEY, WebContext
+from web_ui.control import MirrorControl
+from web_ui.ratelimit import LoginLimiter
+from web_ui.secret_key import load_or_create_secret
+from web_ui.uploads import MAX_UPLOAD_BYTES
+
+logger = logging.getLogger(__name__)
+
+FORM_OVERHEAD_BYTES = 64 * 1024  # multipart headers and the other fields around a photo
+AUTH_NAME = "auth.json"
+SECRET_NAME = "secret_key"
+
+
+def print_password(password: str) -> None:
+    print(
+        f"mirror: admin UI first start: user {USERNAME!r}, password {password!r} "
+        "(you must change it at the first login)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def create_app(
+    control: MirrorControl,
+    directory: Path | None = None,
+    *,
+    config: WebConfig | None = None,
+    test_config: Mapping[str, Any] | None = None,
+    announce: Callable[[str], None] = print_password,
+    limiter: LoginLimiter | None = None,
+) -> Flask:
+    """The app; ``directory`` (default ``<data dir>/web``) holds the account and secret key."""
+    directory = directory or web_dir()
+    config = config or WebConfig()
+    app = Flask(__name__)
+    app.config.from_mapping(
+        SECRET_KEY=load_or_create_secret(directory / SECRET_NAME),
+        MAX_CONTENT_LENGTH=MAX_UPLOAD_BYTES + FORM_OVERHEAD_BYTES,
+        SESSION_COOKIE_NAME="mirror_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=False,  # set per request: Secure whenever it came over HTTPS
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=config.session_hours),
+        SEND_FILE_MAX_AGE_DEFAULT=timedelta(hours=1),
+        PASSWORD_HASH_METHOD=HASH_METHOD,
+    )
+    app.jinja_env.trim_blocks = True
+    app.jinja_env.lstrip_blocks = True
+    if test_config:
+        app.config.from_mapping(test_config)
+    store = AuthStore(directory / AUTH_NAME, app.config["PASSWORD_HASH_METHOD"])
+    if not store.exists():
+        announce(store.provision())
+    app.extensions[EXTENSION_KEY] = WebContext(control, store, limiter or LoginLimiter(), config)
+    csrf.init_app(app)
+    security.init_app(app)
+    errorpages.init_app(app)
+    filters.init_app(app)
+    for module in (auth, dashboard, preview, settings, identities, logs, health):
+        app.register_blueprint(module.bp)
+    return app

@@ -1,0 +1,1 @@
+"""The admin UI's pages, one blueprint per area."""

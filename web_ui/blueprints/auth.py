@@ -1,0 +1,105 @@
+"""Log in (rate-limited), log out, and change the password (forced at the first login)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask.typing import ResponseReturnValue
+
+from web_ui.context import web_context
+from web_ui.csrf import new_token
+from web_ui.errors import PasswordError, WrongPasswordError
+from web_ui.security import logged_in
+
+logger = logging.getLogger(__name__)
+
+bp = Blueprint("auth", __name__)
+
+WRONG = "Wrong user name or password."
+LOCKED = "Too many attempts; try again in {seconds} s."
+MAX_NAME_CHARS = 64
+
+
+def _keys(username: str) -> list[str]:
+    return [f"ip:{request.remote_addr or '?'}", f"user:{username[:MAX_NAME_CHARS].casefold()}"]
+
+
+def _locked(seconds: int, username: str) -> ResponseReturnValue:
+    message = LOCKED.format(seconds=seconds)
+    page = render_template("login.html", error=message, username=username)
+    return page, 429, {"Retry-After": str(seconds)}
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> ResponseReturnValue:
+    if request.method == "GET":
+        if logged_in():
+            return redirect(url_for("dashboard.index"))
+        return render_template("login.html", error=None, username="")
+    return _attempt()
+
+
+def _attempt() -> ResponseReturnValue:
+    ctx = web_context()
+    username = request.form.get("username", "").strip()
+    password = request.form.get("password", "")
+    keys = _keys(username)
+    wait_s = ctx.limiter.locked_for(keys)
+    if wait_s:
+        return _locked(wait_s, username)
+    if not ctx.auth.verify(username, password):
+        ctx.limiter.failed(keys)
+        logger.warning("failed admin login from %s", request.remote_addr)
+        wait_s = ctx.limiter.locked_for(keys)
+        if wait_s:
+            return _locked(wait_s, username)
+        return render_template("login.html", error=WRONG, username=username), 401
+    ctx.limiter.succeeded(keys)
+    return _logged_in()
+
+
+def _logged_in() -> ResponseReturnValue:
+    account = web_context().auth.account()
+    session.clear()
+    session.permanent = True
+    session["user"] = account.username
+    session["gen"] = account.generation
+    new_token()
+    logger.info("admin logged in from %s", request.remote_addr)
+    if account.must_change:
+        flash("Choose your own password before going on.", "info")
+        return redirect(url_for("auth.password"))
+    return redirect(url_for("dashboard.index"))
+
+
+@bp.post("/logout")
+def logout() -> ResponseReturnValue:
+    session.clear()
+    new_token()
+    flash("Logged out.", "info")
+    return redirect(url_for("auth.login"))
+
+
+@bp.route("/password", methods=["GET", "POST"])
+def password() -> ResponseReturnValue:
+    ctx = web_context()
+    forced = ctx.auth.account().must_change
+    if request.method == "GET":
+        return render_template("password.html", errors={}, forced=forced)
+    current = request.form.get("current", "")
+    new = request.form.get("new", "")
+    errors: dict[str, str] = {}
+    if new != request.form.get("confirm", ""):
+        errors["confirm"] = "The two new passwords are not the same."
+    else:
+        try:
+            account = ctx.auth.change(current, new)
+        except PasswordError as exc:
+            field = "current" if isinstance(exc, WrongPasswordError) else "new"
+            errors[field] = str(exc).capitalize() + "."
+    if errors:
+        return render_template("password.html", errors=errors, forced=forced), 400
+    session["gen"] = account.generation
+    flash("Password changed.", "ok")
+    return redirect(url_for("dashboard.index"))

@@ -1,0 +1,33 @@
+"""The dashboard: live figures (refreshed by static/dashboard.js from /api/status)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from web_ui.context import web_context
+from web_ui.status import status
+
+logger = logging.getLogger(__name__)
+
+bp = Blueprint("dashboard", __name__)
+
+
+@bp.get("/")
+def index() -> ResponseReturnValue:
+    return render_template("dashboard.html", s=status(web_context().control))
+
+
+@bp.get("/api/status")
+def api_status() -> ResponseReturnValue:
+    return jsonify(status(web_context().control))
+
+
+@bp.post("/swapping")
+def swapping() -> ResponseReturnValue:
+    enabled = request.form.get("enabled") == "true"
+    web_context().control.set_swapping(enabled)
+    flash(f"Swapping is {'on' if enabled else 'off'}.", "ok")
+    return redirect(url_for("dashboard.index"))

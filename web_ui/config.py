@@ -1,0 +1,72 @@
+"""The admin UI's own settings: where it listens, from ``<data dir>/web/web.yaml``.
+
+Provisioning writes the LAN interface's address here; without the file the
+UI listens on 127.0.0.1 only (development). A bad file raises
+``WebConfigError`` naming the key and value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from appliance.paths import data_dir
+from web_ui.errors import WebConfigError
+
+logger = logging.getLogger(__name__)
+
+WEB_DIR_NAME = "web"
+CONFIG_NAME = "web.yaml"
+
+
+class WebConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(
+        "127.0.0.1", description="Address to listen on: the LAN interface's, or 127.0.0.1."
+    )
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    threads: int = Field(
+        8, ge=2, le=64, description="Request threads (each live preview uses one)."
+    )
+    max_preview_clients: int = Field(
+        3, ge=1, le=16, description="Live previews open at once; more get a clear refusal."
+    )
+    session_hours: float = Field(12.0, gt=0, le=720, description="A login lasts this long.")
+
+    @field_validator("host")
+    @classmethod
+    def _ip_address(cls, value: str) -> str:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError as exc:
+            raise ValueError(f"must be an IP address such as 192.168.1.20, got {value!r}") from exc
+        return value
+
+
+def web_dir(base: Path | None = None) -> Path:
+    """``<data dir>/web``: the account file, the secret key, web.yaml, the UI state."""
+    return (base or data_dir()) / WEB_DIR_NAME
+
+
+def load_web_config(path: Path | None = None) -> WebConfig:
+    """Read ``web.yaml`` (default ``<data dir>/web/web.yaml``); a missing file gives defaults."""
+    path = path or web_dir() / CONFIG_NAME
+    if not path.exists():
+        return WebConfig()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise WebConfigError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise WebConfigError(f"{path} must be a mapping, not {type(data).__name__}")
+    try:
+        return WebConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise WebConfigError(f"{path}: {key}={err.get('input')!r}: {err['msg']}") from exc

@@ -1,0 +1,35 @@
+"""What the request handlers share, kept on the app: ``web_context()`` inside a request."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from flask import Flask, current_app
+
+from web_ui.auth_store import AuthStore
+from web_ui.config import WebConfig
+from web_ui.control import MirrorControl
+from web_ui.ratelimit import LoginLimiter
+
+logger = logging.getLogger(__name__)
+
+EXTENSION_KEY = "face_mirror"
+
+
+@dataclass
+class WebContext:
+    control: MirrorControl
+    auth: AuthStore
+    limiter: LoginLimiter
+    config: WebConfig
+    stopping: threading.Event = field(default_factory=threading.Event)
+    preview_clients: int = 0
+    preview_lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def web_context(app: Flask | None = None) -> WebContext:
+    ctx = (app or current_app).extensions[EXTENSION_KEY]
+    assert isinstance(ctx, WebContext)
+    return ctx

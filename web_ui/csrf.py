@@ -1,0 +1,56 @@
+"""CSRF protection: a per-session token, required on every state-changing request.
+
+Forms carry it as the hidden field ``csrf_token`` (templates call
+``csrf_token()``); scripts send it in the ``X-CSRF-Token`` header (the page
+has it in ``<meta name="csrf-token">``). A missing or wrong token is a 400
+with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+
+from flask import Flask, abort, request, session
+
+logger = logging.getLogger(__name__)
+
+SESSION_KEY = "csrf"
+FIELD = "csrf_token"
+HEADER = "X-CSRF-Token"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REJECTED = "This form has expired or did not come from this page: reload the page and try again."
+
+
+def csrf_token() -> str:
+    """This session's token (made on first use)."""
+    token = session.get(SESSION_KEY)
+    if not isinstance(token, str) or not token:
+        token = session[SESSION_KEY] = secrets.token_urlsafe(32)
+    return token
+
+
+def new_token() -> str:
+    """Replace the token (at login and logout)."""
+    session[SESSION_KEY] = secrets.token_urlsafe(32)
+    return str(session[SESSION_KEY])
+
+
+def check_csrf() -> None:
+    if request.method not in UNSAFE_METHODS:
+        return
+    expected = session.get(SESSION_KEY)
+    sent = request.headers.get(HEADER) or request.form.get(FIELD)
+    if not isinstance(expected, str) or not sent or not _same(expected, sent):
+        logger.warning("rejected %s %s: missing or wrong CSRF token", request.method, request.path)
+        abort(400, description=REJECTED)
+
+
+def _same(expected: str, sent: str) -> bool:
+    return hmac.compare_digest(expected.encode("utf-8"), sent.encode("utf-8", "replace"))
+
+
+def init_app(app: Flask) -> None:
+    app.jinja_env.globals["csrf_token"] = csrf_token
+    app.before_request(check_csrf)

@@ -1,0 +1,249 @@
+"""``LocalControl``: the admin UI's ``MirrorControl`` inside the mirror's own process.
+
+It owns a ``GuardedProcessor`` around the pipeline's ``FrameProcessor`` (give
+``control.processor`` to the runner and the adaptive controller), the web
+preview sink, a log buffer, the identity library and the settings file.
+Changes are checked first, saved atomically, then applied between frames;
+a change that fails at any step before the apply changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from appliance.config import Settings, save_settings
+from appliance.inference.fallbacks import fallbacks
+from appliance.modelstore import ModelStore
+from appliance.paths import data_dir
+from appliance.pipeline.processor import FrameProcessor
+from appliance.pipeline.snapshot import TelemetrySnapshot
+from appliance.pipeline.telemetry import Telemetry
+from appliance.vision.identity import Identity
+from web_ui.config import web_dir
+from web_ui.control import ApplyResult, HardwareInfo
+from web_ui.enrollment import Enroller
+from web_ui.errors import IdentityError
+from web_ui.guarded import GuardedProcessor
+from web_ui.identities import IdentityLibrary, check_name
+from web_ui.live_apply import Applier, applies_live, apply_live, changed_keys
+from web_ui.log_buffer import LogBuffer, LogEntry
+from web_ui.preview_sink import WebPreviewSink
+from web_ui.state import MirrorState, load_state, save_state
+from web_ui.uploads import check_upload, stored_jpeg
+
+logger = logging.getLogger(__name__)
+
+IDENTITIES_DIR = "identities"
+STATE_NAME = "state.json"
+
+
+class LocalControl:
+    """Reads and changes the running mirror for the admin UI (thread-safe)."""
+
+    def __init__(
+        self,
+        processor: FrameProcessor,
+        telemetry: Telemetry,
+        settings: Settings,
+        settings_path: Path,
+        *,
+        library: IdentityLibrary,
+        enroller: Enroller,
+        state_path: Path,
+        hardware: HardwareInfo | None = None,
+        preview: WebPreviewSink | None = None,
+        logs: LogBuffer | None = None,
+        check: Callable[[Settings], None] | None = None,
+        appliers: Mapping[str, Applier] | None = None,
+    ) -> None:
+        self.processor = GuardedProcessor(processor)
+        self.preview_sink = preview or WebPreviewSink()
+        self._inner = processor
+        self._telemetry = telemetry
+        self._settings = settings
+        self._settings_path = Path(settings_path)
+        self._library = library
+        self._enroller = enroller
+        self._state_path = Path(state_path)
+        self._hardware = hardware or HardwareInfo()
+        self._check = check
+        self._appliers = dict(appliers or {})
+        self._lock = threading.RLock()
+        self._identity: Identity | None = processor.identity
+        self._state = MirrorState(None, True)
+        self._own_logs = logs is None
+        self._logs = logs or LogBuffer()
+        if self._own_logs:
+            self._logs.attach()
+
+    @classmethod
+    def build(
+        cls,
+        processor: FrameProcessor,
+        telemetry: Telemetry,
+        settings: Settings,
+        settings_path: Path,
+        store: ModelStore,
+        *,
+        base: Path | None = None,
+        hardware: HardwareInfo | None = None,
+    ) -> LocalControl:
+        """The usual layout: ``<data dir>/identities`` and ``<data dir>/web/state.json``."""
+        base = base or data_dir()
+        return cls(
+            processor,
+            telemetry,
+            settings,
+            settings_path,
+            library=IdentityLibrary(base / IDENTITIES_DIR),
+            enroller=Enroller.from_store(settings, store),
+            state_path=web_dir(base) / STATE_NAME,
+            hardware=hardware,
+        )
+
+    def close(self) -> None:
+        if self._own_logs:
+            self._logs.detach()
+
+    def __enter__(self) -> LocalControl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- state kept across restarts -------------------------------------------------------
+
+    def restore_state(self) -> None:
+        """Swap in the saved active identity and swapping switch (call once, before running)."""
+        with self._lock:
+            saved = load_state(self._state_path)
+            identity = self._identity
+            active = None
+            if saved.active is not None:
+                try:
+                    identity, active = self._load_identity(saved.active), saved.active
+                except Exception as exc:  # a deleted or broken photo must not stop the mirror
+                    logger.warning("saved identity %r not used: %s", saved.active, exc)
+            self._install(identity, MirrorState(active, saved.swapping))
+
+    # ---- reading --------------------------------------------------------------------------
+
+    @property
+    def identities(self) -> IdentityLibrary:
+        return self._library
+
+    @property
+    def swapping_enabled(self) -> bool:
+        return self._state.swapping
+
+    def snapshot(self) -> TelemetrySnapshot:
+        return self._telemetry.snapshot()
+
+    def settings(self) -> Settings:
+        return self._settings
+
+    def applies_live(self, key: str) -> bool:
+        return applies_live(key, self._appliers)
+
+    def active_identity(self) -> str | None:
+        identity = self._identity
+        return None if identity is None else identity.name
+
+    def preview_jpeg(self) -> tuple[int, bytes] | None:
+        return self.preview_sink.hub.jpeg()
+
+    def wait_preview(self, seq: int, timeout_s: float) -> int | None:
+        return self.preview_sink.hub.wait_newer(seq, timeout_s)
+
+    def hardware(self) -> HardwareInfo:
+        notes = self._hardware.notes + tuple(f.describe() for f in fallbacks())
+        return dataclasses.replace(self._hardware, notes=notes)
+
+    def recent_logs(self) -> list[LogEntry]:
+        return self._logs.entries()
+
+    # ---- changing -------------------------------------------------------------------------
+
+    def apply_settings(
+        self, new: Settings, *, identity: str | None = None, swapping: bool | None = None
+    ) -> ApplyResult:
+        with self._lock:
+            if self._check is not None:
+                self._check(new)
+            changed = changed_keys(self._settings, new)
+            enrolled = self._identity
+            state = self._state
+            if identity is not None and identity != state.active:
+                enrolled, state = (
+                    self._load_identity(identity),
+                    dataclasses.replace(state, active=identity),
+                )
+            if swapping is not None:
+                state = dataclasses.replace(state, swapping=swapping)
+            if changed:
+                save_settings(self._settings_path, new)
+            with self.processor.lock:
+                apply_live(self._inner, new, changed, self._appliers)
+                self._settings = new
+            self._install(enrolled, state)
+            if changed:
+                self._enroller.configure(new)
+        later = tuple(key for key in changed if not self.applies_live(key))
+        if changed:
+            logger.info("settings changed: %s", ", ".join(changed))
+        return ApplyResult(tuple(changed), later)
+
+    def set_active_identity(self, name: str) -> None:
+        with self._lock:
+            identity = self._load_identity(name)
+            self._install(identity, dataclasses.replace(self._state, active=name))
+        logger.info("active identity: %s", name)
+
+    def set_swapping(self, enabled: bool) -> None:
+        with self._lock:
+            self._install(self._identity, dataclasses.replace(self._state, swapping=enabled))
+        logger.info("swapping %s", "on" if enabled else "off")
+
+    def add_identity(
+        self, name: str, data: bytes, filename: str = "", content_type: str = ""
+    ) -> None:
+        check_name(name)
+        self._library.check_free(name)
+        image, photo = stored_jpeg(check_upload(data, filename, content_type))
+        identity = self._enroller.enroll(image, name)
+        self._library.add(name, photo, self._enroller.preview_jpeg(identity))
+
+    def rename_identity(self, old: str, new: str) -> None:
+        with self._lock:
+            self._library.rename(old, new)
+            if self._state.active == old:
+                identity = self._identity
+                if identity is not None and identity.name == old:
+                    identity = dataclasses.replace(identity, name=new)
+                self._install(identity, dataclasses.replace(self._state, active=new))
+
+    def delete_identity(self, name: str) -> None:
+        with self._lock:
+            if self._state.active == name:
+                raise IdentityError(
+                    f"{name!r} is the active identity: make another one active first"
+                )
+            self._library.delete(name)
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _load_identity(self, name: str) -> Identity:
+        return self._enroller.enroll_file(self._library.photo_path(name), name)
+
+    def _install(self, identity: Identity | None, state: MirrorState) -> None:
+        """Save ``state`` if it changed, then swap ``identity`` in (or out) between frames."""
+        if state != self._state:
+            save_state(self._state_path, state)
+        with self.processor.lock:
+            self._inner.identity = identity if state.swapping else None
+        self._identity = identity
+        self._state = state

@@ -1,0 +1,56 @@
+"""The dashboard's figures (and ``/api/status``'s JSON), from the control in one place."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from appliance.pipeline.snapshot import TelemetrySnapshot
+from web_ui.control import MirrorControl
+from web_ui.live_apply import flatten
+from web_ui.metrics import KNOWN_FIELDS
+
+logger = logging.getLogger(__name__)
+
+RECENT_TRANSITIONS = 8
+# labels for telemetry fields the dashboard shows generically (others: their key, spelled out)
+EXTRA_LABELS = {
+    "thermal.state": "Thermal state",
+    "thermal.temperature_c": "Temperature °C",
+    "thermal.alert": "Thermal alert",
+    "thermal.fan_duty": "Fan duty",
+    "liveness.mode": "Liveness",
+    "liveness.live": "Faces live",
+    "liveness.unverified": "Faces not yet verified",
+}
+
+
+def extra_label(key: str) -> str:
+    return EXTRA_LABELS.get(key) or key.replace("_", " ").replace(".", " · ").capitalize()
+
+
+def health(snap: TelemetrySnapshot) -> str:
+    """ "ok" while the pipeline runs and frames arrive, else "degraded"."""
+    return "ok" if snap.running and snap.camera.connected else "degraded"
+
+
+def status(control: MirrorControl) -> dict[str, Any]:
+    """JSON-ready: telemetry, hardware, identity and the derived totals the dashboard shows."""
+    snap = control.snapshot()
+    data = snap.as_dict()
+    hardware = control.hardware()
+    extras = {key: value for key, value in data.items() if key not in KNOWN_FIELDS}
+    return {
+        "health": health(snap),
+        "telemetry": data | {"transitions": data["transitions"][-RECENT_TRANSITIONS:][::-1]},
+        "dropped": snap.dropped,
+        "errors": snap.error_count(),
+        "hardware": {
+            "profile": hardware.profile,
+            "backend": hardware.backend,
+            "notes": list(hardware.notes),
+        },
+        "identity": control.active_identity(),
+        "swapping": control.swapping_enabled,
+        "extras": flatten(extras),
+    }
