@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export MIRROR_DATA_DIR ?= $(CURDIR)/.data
 
-.PHONY: run test models lint typecheck unit clean
+.PHONY: run test models browser lint typecheck unit clean
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
@@ -30,7 +30,31 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-test: unit lint typecheck
+# The browser test (tests/test_web_browser.py) drives Debian's Chromium through its
+# chromedriver. Installed here when missing and we may (root, or sudo without a
+# password); otherwise this says why that test will skip, and the build goes on.
+# (The paths are where the test looks.)
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
+BROWSER_PACKAGES := chromium chromium-driver
+BROWSER_LOG := test-output/apt-chromium.log
+
+browser:
+	@if [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ]; then exit 0; fi; \
+	skip="the browser test will skip (it needs: apt-get install $(BROWSER_PACKAGES))"; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "browser: no apt-get here: $$skip"; exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
+	elif sudo -n true >/dev/null 2>&1; then sudo="sudo -n"; \
+	else echo "browser: not root, and no sudo without a password: $$skip"; exit 0; fi; \
+	echo "browser: installing $(BROWSER_PACKAGES) with apt-get (log: $(BROWSER_LOG))"; \
+	mkdir -p $(dir $(BROWSER_LOG)); \
+	if { $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q \
+	  && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	       --no-install-recommends $(BROWSER_PACKAGES); } >$(BROWSER_LOG) 2>&1; then \
+	  echo "browser: installed"; \
+	else tail -n 5 $(BROWSER_LOG); echo "browser: apt-get failed: $$skip"; fi
+
+test: browser unit lint typecheck
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
