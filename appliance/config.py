@@ -21,6 +21,7 @@ from appliance.fileio import atomic_write_text
 logger = logging.getLogger(__name__)
 
 LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right", "top", "bottom"]
+LivenessMode = Literal["off", "blink", "turn", "either", "both"]
 
 
 class _Frozen(BaseModel):
@@ -106,11 +107,31 @@ class PipelineSettings(_Frozen):
     idle_fps: float = Field(15.0, gt=0.0, le=240.0, description="Processing rate when idle.")
 
 
+class LivenessSettings(_Frozen):
+    mode: LivenessMode = Field(
+        "either",
+        description=(
+            "What a face must show before it is swapped: blink, turn (head turn), either, "
+            "both; off swaps every face at once (photos too) and shows as a warning."
+        ),
+    )
+    prompt: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description=(
+            "Shown on unverified faces; none: by mode (blink and either: 'Blink to start', "
+            "turn: 'Turn your head to start', both: 'Blink and turn your head to start')."
+        ),
+    )
+
+
 class Settings(_Frozen):
     label: LabelSettings = Field(default_factory=LabelSettings)
     swap: SwapSettings = Field(default_factory=SwapSettings)
     detector: DetectorSettings = Field(default_factory=DetectorSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    liveness: LivenessSettings = Field(default_factory=LivenessSettings)
 
 
 def _describe(exc: ValidationError, origin: str) -> str:

@@ -4,7 +4,8 @@ Clips: each ``*.mp4`` of ``--media`` (../shared/media by default), or the
 demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
 (``--faces``; 3 faces by tiling), played as a live camera at ``--fps``.
 Prints a line per run, then a table and the issue's targets checked on the
-pipeline rows; ``--json`` also writes every figure.
+pipeline rows; ``--json`` also writes every figure. ``--liveness`` benchmarks
+the liveness gate instead (``bench_liveness_cmd``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from appliance.cli.bench_liveness_cmd import add_liveness_arguments, bench_liveness
 from appliance.cli.common import add_config_argument, load_cli_settings
 from appliance.cli.run_cmd import parse_size
 from appliance.errors import ConfigError, OutputError
@@ -51,6 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--fps", type=float, default=30.0, help="live camera frame rate")
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
+    add_liveness_arguments(parser)
     add_config_argument(parser)
     parser.set_defaults(handler=_bench)
 
@@ -90,6 +93,8 @@ def _base_clips(
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.liveness:
+        return bench_liveness(args)
     _check(args)
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     faces = _faces(args.faces)

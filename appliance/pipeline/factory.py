@@ -1,11 +1,18 @@
-"""Build a ready frame processor from settings, the model store and an identity."""
+"""Build a ready frame processor from settings, the model store and an identity.
+
+Without a runtime choice every model runs on LiteRT on the CPU. With one
+(``appliance.hardware.runtime``), each analyzer model loads as its role was
+resolved (an ONNX detector beside LiteRT landmarks, say), and a neural
+swapper runs on the chosen backend when that is onnxruntime-based.
+"""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from appliance.config import Settings
+from appliance.config import LivenessSettings, Settings
+from appliance.hardware.runtime import RuntimeChoice
 from appliance.inference.base import Backend
 from appliance.inference.litert import LiteRTBackend
 from appliance.modelstore import ModelStore
@@ -27,8 +34,15 @@ def resolve_photo(spec: str, store: ModelStore) -> Path:
 
 
 def build_analyzer(
-    settings: Settings, store: ModelStore, backend: Backend | None = None
+    settings: Settings,
+    store: ModelStore,
+    backend: Backend | None = None,
+    *,
+    runtime: RuntimeChoice | None = None,
 ) -> FaceAnalyzer:
+    """The analyzer on ``backend``, else on ``runtime``'s choice per role, else on LiteRT."""
+    if backend is None and runtime is not None:
+        backend = runtime.analyzer_backend(store)
     return FaceAnalyzer.from_store(
         store,
         backend or LiteRTBackend(),
@@ -44,20 +58,27 @@ def build_processor(
     identity: str | None,
     analyzer: FaceAnalyzer | None = None,
     max_faces: int | None = None,
+    *,
+    runtime: RuntimeChoice | None = None,
+    liveness: LivenessSettings | None = None,
 ) -> FrameProcessor:
     """Load the models, enroll the identity once, and assemble the processor.
 
     Faces swapped: ``max_faces`` when given, else from ``settings.pipeline``
     (1 for ``largest``, ``max_faces`` for ``all``). The swapper is the one
     ``settings.swap.swapper`` names when provisioned, else the geometric one
-    (the reason is recorded as a fallback).
+    (the reason is recorded as a fallback). ``runtime``: the models load as it
+    chose, and a neural swapper runs on its backend when that is onnxruntime-based.
+    ``liveness``: gate swaps on it (a live camera passes ``settings.liveness``);
+    None, for files and the demo photo, swaps every face.
     """
     labeler = Labeler(settings.label, store.path("label_font"))
-    analyzer = analyzer or build_analyzer(settings, store)
+    analyzer = analyzer or build_analyzer(settings, store, runtime=runtime)
     enrolled: Identity | None = None
     if identity is not None:
         enrolled = enroll_file(resolve_photo(identity, store), analyzer)
-    swapper = build_swapper(settings.swap, store)
+    onnx = runtime.onnx_backend() if runtime is not None else None
+    swapper = build_swapper(settings.swap, store, backend=onnx)
     pipeline = settings.pipeline
     faces = max_faces or (1 if pipeline.faces == "largest" else pipeline.max_faces)
     return FrameProcessor(
@@ -67,4 +88,5 @@ def build_processor(
         enrolled,
         max_faces=faces,
         redetect_every=pipeline.redetect_every,
+        liveness=liveness,
     )

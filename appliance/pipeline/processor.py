@@ -10,6 +10,11 @@ blend, the detection interval, and a processing height. Above that height a
 frame is analysed and swapped at the lower resolution and, when something was
 swapped, scaled back to its own size before the label is drawn (a frame
 without a swap keeps its full resolution).
+
+``liveness`` (the settings of a live camera) gates the swap: a face is
+swapped only once its track is LIVE, and until then the frame shows it as it
+is, with the prompt (``liveness_stage``). None (files, stills, the demo
+photo: not a visitor in front of the camera) swaps every face.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import time
 
 import cv2
 
+from appliance.config import LivenessSettings
 from appliance.pipeline.frames import Frame, Image
+from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
@@ -55,6 +62,7 @@ class FrameProcessor:
         max_faces: int = 1,
         redetect_every: int = 5,
         smoothing: OneEuroParams | None = None,
+        liveness: LivenessSettings | None = None,
     ) -> None:
         self.analyzer = analyzer
         self.swapper = swapper
@@ -72,6 +80,7 @@ class FrameProcessor:
         self.max_height: int | None = None  # process frames taller than this scaled down
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
         self.fade = Fade()
+        self.liveness = LivenessStage(liveness, labeler)
         self._colours: dict[int, ColourMemory] = {}
         self.eyes = EyeHandOver(swapper.settings.eyes)
 
@@ -117,11 +126,12 @@ class FrameProcessor:
         work = self._scaled(frame.image, timings)
         tracks = self.tracker.update(work, frame.capture_ns, timings)
         frame.faces = len(tracks)
+        verified = self.liveness.verified(tracks, work, frame.capture_ns, timings)
         swapped = False
         identity = self.identity
         if identity is not None:
             stamp = frame.capture_ns
-            done = self.pool.map(lambda w, t: self._swap(work, t, identity, stamp), tracks)
+            done = self.pool.map(lambda w, t: self._swap(work, t, identity, stamp), verified)
             for ok, stages in done:
                 swapped |= ok
                 for stage, ms in stages.items():
@@ -141,6 +151,8 @@ class FrameProcessor:
             start = time.perf_counter()
             self.labeler.apply(frame.image)
             add_stage_ms(timings, "label", start)
+        if len(verified) < len(tracks):
+            self.liveness.draw_prompt(frame.image)
         return frame
 
     def _swap(
@@ -201,6 +213,7 @@ class FrameProcessor:
 
     def reset(self) -> None:
         self.tracker.reset()
+        self.liveness.reset()
         self.shaper.reset()
         self.fade.reset()
         self._colours.clear()
