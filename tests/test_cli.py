@@ -83,7 +83,7 @@ def test_swap_video_with_progress(photos: dict[str, Path], tmp_path: Path) -> No
 
 def test_run_demo_for_some_frames_to_a_file(tmp_path: Path) -> None:
     out = tmp_path / "run.mp4"
-    proc = mirror("run", "--frames", "20", "--no-preview", "--output", out)
+    proc = mirror("run", "--frames", "20", "--no-preview", "--no-web", "--output", out)
     assert proc.returncode == 0, proc.stderr
     assert "20 frames captured" in proc.stdout
     assert "ended: frame limit 20 reached" in proc.stdout
@@ -222,7 +222,7 @@ def test_run_serves_the_labelled_preview(tmp_path: Path) -> None:
     import urllib.request
 
     proc = subprocess.Popen(
-        [*MIRROR, "run", "--port", "0", "--frames", "150"],
+        [*MIRROR, "run", "--port", "0", "--frames", "150", "--no-web"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -100,7 +100,7 @@ def test_x86_cpu_runs_everything_on_litert(
     store: ModelStore, profiles: dict[str, HardwareProfile], tmp_path: Path
 ) -> None:
     choice = choose("x86-cpu", tmp_path, store, profiles)
-    assert (choice.profile, choice.backend, choice.target_fps) == ("x86-cpu", "litert-cpu", 20)
+    assert (choice.profile, choice.backend, choice.target_fps) == ("x86-cpu", "litert-cpu", 30)
     assert "nothing recognisable found" in choice.why
     assert choice.attempts == (Attempt("litert-cpu", True, "LiteRT on the CPU"),)
     assert roles(choice) == {
@@ -115,7 +115,7 @@ def test_x86_cpu_runs_everything_on_litert(
     lines = choice.describe()
     assert lines[0].startswith("profile     x86-cpu: nothing recognisable found")
     assert lines[1] == "backend     litert-cpu: LiteRT on the CPU"
-    assert lines[-1] == "target      20 fps, the profile's"
+    assert lines[-1] == "target      30 fps, the profile's"
 
 
 def test_rpi4_coral_without_a_tpu_runs_the_cpu_tflite_and_says_why(
@@ -256,13 +256,13 @@ def test_profile_rate_unless_the_config_file_sets_one(
     store: ModelStore, profiles: dict[str, HardwareProfile], tmp_path: Path
 ) -> None:
     choice = choose("x86-cpu", tmp_path, store, profiles)
-    assert with_target_fps(Settings(), choice).pipeline.target_fps == 20
+    assert with_target_fps(Settings(), choice).pipeline.target_fps == 30
     assert config_target_fps(Settings()) is None
-    pinned = settings_from_dict({"pipeline": {"target_fps": 30}})
-    assert config_target_fps(pinned) == 30
-    assert with_target_fps(pinned, choice).pipeline.target_fps == 30
-    assert choice.describe(30)[-1] == (
-        "target      30 fps from the config file (pipeline.target_fps); the profile's is 20"
+    pinned = settings_from_dict({"pipeline": {"target_fps": 24}})
+    assert config_target_fps(pinned) == 24
+    assert with_target_fps(pinned, choice).pipeline.target_fps == 24
+    assert choice.describe(24)[-1] == (
+        "target      24 fps from the config file (pipeline.target_fps); the profile's is 30"
     )
 
 
@@ -309,7 +309,7 @@ def test_a_tensorrt_choice_is_named_as_the_profile_names_it(
 
 def test_mirror_run_prints_the_choice_and_uses_the_profile_rate(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [*MIRROR, "run", "--profile", "x86-cpu", "--frames", "5", "--no-preview"],
+        [*MIRROR, "run", "--profile", "x86-cpu", "--frames", "5", "--no-preview", "--no-web"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -320,7 +320,8 @@ def test_mirror_run_prints_the_choice_and_uses_the_profile_rate(tmp_path: Path) 
     assert block[0].startswith("mirror: profile     x86-cpu (--profile): chosen with --profile")
     assert block[1] == "mirror: backend     litert-cpu: LiteRT on the CPU"
     assert "mirror: detector    face_detector.tflite on litert-cpu" in block
-    assert block[-1] == "mirror: target      20 fps, the profile's"
+    assert "mirror: target      30 fps, the profile's" in block
+    assert block[-1] == "mirror: liveness off: the source is not a live camera"  # the demo
     assert "5 frames captured" in proc.stdout
 
 
@@ -328,7 +329,8 @@ def test_mirror_run_prints_the_choice_and_uses_the_profile_rate(tmp_path: Path) 
 def test_mirror_run_logs_each_fallback_once_and_keeps_the_config_rate(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("pipeline:\n  target_fps: 12\n", encoding="utf-8")
-    args = ["--profile", "x86-nvidia-t4", "--frames", "5", "--no-preview", "--config", str(config)]
+    args = ["--profile", "x86-nvidia-t4", "--frames", "5", "--no-preview", "--no-web"]
+    args += ["--config", str(config)]
     proc = subprocess.run(
         [*MIRROR, "run", *args],
         capture_output=True,

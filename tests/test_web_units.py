@@ -130,8 +130,9 @@ def test_which_settings_apply_live() -> None:
     assert applies_live("label.text") and applies_live("swap.blend")
     assert applies_live("pipeline.redetect_every") and applies_live("detector.min_score")
     assert not applies_live("swap.swapper") and not applies_live("pipeline.target_fps")
-    assert not applies_live("liveness.mode")
-    assert applies_live("liveness.mode", ["liveness"])
+    assert applies_live("liveness.mode")  # a live camera's gate changes between frames
+    assert not applies_live("thermal.hold_s")
+    assert applies_live("thermal.hold_s", ["thermal"])
     assert ApplyResult().message() == "Saved (nothing changed)."
     later = ApplyResult(("swap.swapper", "label.text"), ("swap.swapper",))
     assert later.message() == "Saved. Applies at the next start: swap.swapper."

@@ -1,7 +1,9 @@
 """Which settings apply to a running ``FrameProcessor`` at once, and applying them.
 
 Live (between frames): the label, the swap look (everything but the swapper
-kind), detection interval, faces swapped, detection score and face count.
+kind), detection interval, faces swapped, detection score and face count,
+and the liveness mode and prompt of a live camera's gate (a file or the demo
+photo has none).
 Everything else (swapper kind, detector model, latency budget, target fps,
 sections added later) is saved and applies at the next start, unless an
 ``appliers`` entry (a dotted prefix -> function) applies it.
@@ -21,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 Applier = Callable[[Settings], None]
 
-LIVE_SECTIONS = ("label", "swap")
+LIVE_SECTIONS = ("label", "swap", "liveness")
 NOT_LIVE = frozenset({"swap.swapper"})
 LIVE_KEYS = frozenset(
     {
@@ -88,6 +90,9 @@ def apply_live(
     if "detector" in touched:
         processor.analyzer.detector.min_score = new.detector.min_score
         processor.analyzer.detector.max_faces = new.detector.max_faces
+    if {"label", "liveness"} & touched and processor.liveness.gate is not None:
+        # a live camera's gate: the new mode (faces keep their state if it stays) and prompt
+        processor.liveness.configure(new.liveness, processor.labeler)
     for prefix, applier in appliers.items():
         if any(_under(key, prefix) for key in changed):
             applier(new)

@@ -3,6 +3,11 @@
 Runs until the source ends, ``--frames`` frames were captured, Ctrl-C or
 SIGTERM; prints a status line every ``--status-every`` seconds and a summary
 at the end, both from the pipeline's telemetry.
+
+At start it probes the device (or takes ``--profile NAME``), makes the runtime
+choice and prints it as one short block on stderr (stdout starts with the
+preview address). The profile's target rate is used unless the config file
+sets ``pipeline.target_fps``. Each fallback is logged once, by ``record_fallback``.
 """
 
 from __future__ import annotations
@@ -11,25 +16,32 @@ import argparse
 import logging
 import re
 import signal
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from appliance.cli.common import add_config_argument, load_cli_settings
-from appliance.errors import ConfigError
+from appliance.config import Settings
+from appliance.errors import BackendFallbackWarning, ConfigError
+from appliance.hardware.runtime import (
+    RuntimeChoice,
+    choose_for_device,
+    config_target_fps,
+    with_target_fps,
+)
 from appliance.media.null_sink import NullSink
 from appliance.media.preview_server import PreviewServer
 from appliance.media.sink_base import FrameSink
 from appliance.media.sources import open_source
 from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
-from appliance.pipeline.adaptive import AdaptiveController
-from appliance.pipeline.factory import build_processor
-from appliance.pipeline.runner import PipelineRunner
+from appliance.paths import data_dir
 from appliance.pipeline.snapshot import TelemetrySnapshot
-from appliance.pipeline.telemetry import Telemetry
+from appliance.session import MirrorSession, SessionOptions
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +80,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=10.0,
         help="print a status line every N seconds (10; 0 = never)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="hardware profile to use (default: the one the probe matches; see `mirror doctor`)",
+    )
+    parser.add_argument(
+        "--no-web", action="store_true", help="do not serve the admin page (see web.yaml)"
     )
     add_config_argument(parser)
     parser.set_defaults(handler=_run)
@@ -110,7 +130,8 @@ def status_line(snap: TelemetrySnapshot) -> str:
     return (
         f"mirror: {snap.input_fps:.1f} fps in, {snap.output_fps:.1f} fps out, "
         f"end to end p95 {_ms(snap.e2e_ms.p95)}, {snap.faces} face(s), "
-        f"{snap.mode}, {snap.quality}, camera {'ok' if snap.camera.connected else 'lost'}"
+        f"{snap.mode}, {snap.quality}, camera {'ok' if snap.camera.connected else 'lost'}, "
+        f"thermal {snap.thermal.state.lower()}"
     )
 
 
@@ -125,45 +146,75 @@ def summary_line(snap: TelemetrySnapshot, reason: str) -> str:
     )
 
 
+def _choose(args: argparse.Namespace, store: ModelStore, settings: Settings) -> RuntimeChoice:
+    """Make the runtime choice and print it as one block."""
+    choice = choose_for_device(store, override=args.profile)
+    for line in choice.describe(config_target_fps(settings)):
+        print(f"mirror: {line}", file=sys.stderr, flush=True)
+    return choice
+
+
 def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        # record_fallback logs each fallback once; its warning would say it twice.
+        warnings.simplefilter("ignore", BackendFallbackWarning)
+        return _run_mirror(args)
+
+
+def _run_mirror(args: argparse.Namespace) -> int:
     _check(args)
     settings = load_cli_settings(args)
     store = ModelStore()
+    choice = _choose(args, store, settings)
+    settings = with_target_fps(settings, choice)
     source = open_source(args.source, size=parse_size(args.size), fps=args.fps, frames=args.frames)
     if args.loop and hasattr(source, "loop"):
         source.loop = True
-    processor = build_processor(settings, store, args.identity)
-    sinks = _sinks(args, source.fps)
-    telemetry = Telemetry()
-    runner = PipelineRunner(
-        source,
-        processor,
-        sinks,
-        telemetry,
-        settings.pipeline.latency_budget_ms,
+    options = SessionOptions(
+        identity=args.identity,
         frame_limit=args.frames,
-        controller=AdaptiveController(processor, telemetry, settings.pipeline),
+        web=not args.no_web,
+        settings_path=args.config or data_dir() / "config.yaml",
+        announce=_announce_password,
+        extra_sinks=_sinks(args, source.fps),
     )
+    session = MirrorSession(settings, store, choice, source, options)
+    if not session.live:
+        print("mirror: liveness off: the source is not a live camera", file=sys.stderr)
     stop = threading.Event()
     with _stop_on_sigterm(stop):
-        runner.start()
         try:
-            for sink in sinks:
+            session.start()
+            for sink in options.extra_sinks:
                 if isinstance(sink, PreviewServer):
                     print(f"mirror: preview at {sink.url}  (Ctrl-C to stop)", flush=True)
-            _watch(runner, stop, args.status_every)
+            if session.web_url:
+                print(f"mirror: admin page at {session.web_url}", flush=True)
+            _watch(session, stop, args.status_every)
         except KeyboardInterrupt:
             print("mirror: stopping", flush=True)
         finally:
-            runner.stop()
+            session.stop()
+    runner = session.runner
     print(summary_line(runner.snapshot(), runner.end_reason or "stopped"), flush=True)
     return 0
 
 
-def _watch(runner: PipelineRunner, stop: threading.Event, every_s: float) -> None:
+def _announce_password(password: str) -> None:
+    """The admin page's first-start password, once, on the console (the display shows it too)."""
+    print(
+        f"mirror: admin password (first start; you must change it at first login): {password}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _watch(session: MirrorSession, stop: threading.Event, every_s: float) -> None:
     """Wait for the run to end or ``stop``, printing a status line every ``every_s``."""
+    runner = session.runner
     next_status = time.monotonic() + every_s
     while runner.running and not stop.wait(POLL_S):
+        session.tick()
         if every_s > 0 and time.monotonic() >= next_status:
             print(status_line(runner.snapshot()), flush=True)
             next_status += every_s

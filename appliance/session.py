@@ -1,0 +1,215 @@
+"""One running mirror: the pipeline and everything around it, up and down in order.
+
+Frames meet, in order: the processor (with the liveness gate for a live
+camera; files and the demo photo are not live visitors, so they swap at
+once), the admin UI's guard (its settings changes land between frames), the
+thermal gate (the governor's actions) and the adaptive controller (idle,
+degrade ladder, fps caps). Beside the pipeline run the thermal governor's
+thread, the GPIO panel (LED, button, PIR) and the admin web server. A part
+the device lacks (sensors, GPIO pins) is said once and left out; ``start``
+brings everything up and ``stop`` takes it down in the reverse order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from appliance.config import Settings
+from appliance.hardware.catalog import load_profiles
+from appliance.hardware.governor_runner import ThermalGovernor, governor_for
+from appliance.hardware.gpio import GpioCallbacks, GpioPanel
+from appliance.hardware.runtime import RuntimeChoice
+from appliance.hardware.thermal_action import ThermalAction
+from appliance.hardware.thermal_gate import ThermalGate
+from appliance.media.camera_source import CameraSource
+from appliance.media.sink_base import FrameSink
+from appliance.media.source_base import FrameSource
+from appliance.modelstore import ModelStore
+from appliance.pipeline.adaptive import AdaptiveController
+from appliance.pipeline.factory import build_processor
+from appliance.pipeline.runner import PipelineRunner
+from appliance.pipeline.snapshot import TelemetrySnapshot
+from appliance.pipeline.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """What to run beside the pipeline."""
+
+    identity: str | None = "grace_hopper"
+    frame_limit: int | None = None
+    web: bool = True
+    settings_path: Path | None = None  # where the admin UI saves settings
+    announce: Callable[[str], None] | None = None  # shows the first-start admin password
+    extra_sinks: Sequence[FrameSink] = field(default_factory=tuple)
+
+
+class FpsCaps:
+    """The lowest of several fps caps (thermal, no motion) applied to the controller."""
+
+    def __init__(self, controller: AdaptiveController) -> None:
+        self.controller = controller
+        self._caps: dict[str, float] = {}
+
+    def set(self, why: str, fps: float | None) -> None:
+        if fps is None:
+            self._caps.pop(why, None)
+        else:
+            self._caps[why] = fps
+        lowest = min(self._caps.values(), default=None)
+        reasons = ", ".join(sorted(self._caps)) or "none"
+        self.controller.set_fps_cap(lowest, reasons)
+
+
+class MirrorSession:
+    """Builds the running mirror from settings, the runtime choice and a source."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: ModelStore,
+        choice: RuntimeChoice,
+        source: FrameSource,
+        options: SessionOptions,
+    ) -> None:
+        self.settings = settings
+        self.choice = choice
+        self.options = options
+        self.live = isinstance(source, CameraSource)
+        liveness = settings.liveness if self.live else None
+        processor = build_processor(
+            settings, store, options.identity, runtime=choice, liveness=liveness
+        )
+        self.processor = processor
+        self.telemetry = Telemetry()
+        sinks = list(options.extra_sinks)
+        self.control = None
+        stage = processor
+        if options.web:
+            from web_ui.control import HardwareInfo
+            from web_ui.local_control import LocalControl
+
+            path = options.settings_path
+            if path is None:
+                raise ValueError("the admin UI needs the settings path it saves to")
+            hardware = HardwareInfo(choice.profile, choice.backend, tuple(choice.describe()))
+            self.control = LocalControl.build(
+                processor, self.telemetry, settings, path, store, hardware=hardware
+            )
+            self.control.restore_state()
+            stage = self.control.processor  # type: ignore[assignment]
+            sinks.append(self.control.preview_sink)
+        self.gate = ThermalGate(stage)
+        self.controller = AdaptiveController(self.gate, self.telemetry, settings.pipeline)
+        self.caps = FpsCaps(self.controller)
+        self.runner = PipelineRunner(
+            source,
+            self.gate,
+            sinks,
+            self.telemetry,
+            settings.pipeline.latency_budget_ms,
+            frame_limit=options.frame_limit,
+            controller=self.controller,
+        )
+        self.profile = load_profiles()[choice.profile]
+        self.governor: ThermalGovernor = governor_for(
+            self.profile, settings, telemetry=self.telemetry, on_action=self._thermal
+        )
+        self.panel: GpioPanel | None = None
+        self.web_url = ""
+        self._server: object | None = None
+        self._stoppers: list[Callable[[], object]] = []
+
+    # ---- up and down -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the pipeline, then the governor, the GPIO panel and the web server."""
+        self.runner.start()
+        self._stoppers.append(self.runner.stop)
+        self.governor.start()
+        self._stoppers.append(self.governor.stop)
+        self.panel = GpioPanel.open(self.profile.gpio, self._callbacks())
+        self._stoppers.append(self.panel.close)
+        if self.control is not None:
+            self._start_web()
+
+    def stop(self) -> None:
+        """Stop everything started, newest first; each part's failure is logged, not raised."""
+        while self._stoppers:
+            stopper = self._stoppers.pop()
+            try:
+                stopper()
+            except Exception as exc:
+                logger.warning("stopping %r failed: %s", stopper, exc)
+
+    def tick(self) -> None:
+        """Periodic upkeep from the main thread: liveness counts into telemetry, and the
+        status LED following the mirror's state."""
+        snap = self.telemetry.snapshot()
+        counts = self.processor.liveness.counts(snap.faces)
+        self.telemetry.set_liveness(counts.live, counts.unverified, counts.mode)
+        if self.panel is not None:
+            self.panel.show(self.light(snap))
+
+    def light(self, snap: TelemetrySnapshot | None = None) -> str:
+        """The status LED's state: critical, error, hot, degraded or running."""
+        snap = snap or self.telemetry.snapshot()
+        thermal = snap.thermal.state.upper()
+        if thermal == "CRITICAL":
+            return "critical"
+        if not snap.camera.connected or (snap.error_count() > 0 and not snap.running):
+            return "error"
+        if thermal == "HOT" or snap.thermal.alert:
+            return "hot"
+        if snap.degrade_level > 0 or thermal == "WARM":
+            return "degraded"
+        return "running"
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _start_web(self) -> None:
+        from web_ui.app import create_app
+        from web_ui.config import load_web_config
+        from web_ui.server import serve
+
+        assert self.control is not None
+        web = load_web_config()
+        kwargs = {} if self.options.announce is None else {"announce": self.options.announce}
+        app = create_app(self.control, config=web, **kwargs)  # type: ignore[arg-type]
+        server = serve(app, web.host, web.port, web.threads)
+        self._server = server
+        self.web_url = server.url
+        self._stoppers.append(server.stop)
+        if self.control is not None:
+            self._stoppers.append(self.control.close)
+
+    def _thermal(self, action: ThermalAction) -> None:
+        self.gate.set_action(action)
+        self.caps.set("thermal", action.fps_cap)
+
+    def _callbacks(self) -> GpioCallbacks:
+        return GpioCallbacks(
+            next_identity=self._next_identity,
+            toggle_swapping=self._toggle_swapping,
+            wake=lambda: self.caps.set("no motion", None),
+            idle=lambda: self.caps.set("no motion", self.settings.pipeline.idle_fps),
+        )
+
+    def _next_identity(self) -> None:
+        if self.control is None:
+            return
+        names = self.control.identities.names()
+        if not names:
+            return
+        current = self.control.active_identity()
+        following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.control.set_active_identity(following)
+
+    def _toggle_swapping(self) -> None:
+        if self.control is not None:
+            self.control.set_swapping(not self.control.swapping_enabled)

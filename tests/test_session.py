@@ -1,0 +1,91 @@
+"""The whole running mirror as `mirror run` builds it: pipeline, liveness, thermal, GPIO.
+
+A live camera (a fake V4L2 device replaying a photo's frames, as a printed
+photo held up to the camera would look) gets the liveness gate, so nothing is
+swapped and the prompt shows; the demo source is not a live visitor and is
+swapped at once. A thermal action from the governor caps the processing rate
+and shows in telemetry; this machine has no GPIO and runs without it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from appliance.config import Settings
+from appliance.hardware.governor import ThermalState
+from appliance.hardware.runtime import choose_for_device
+from appliance.hardware.thermal_action import action_for
+from appliance.media.camera_source import CameraSource
+from appliance.media.demo_source import DemoSource
+from appliance.modelstore import ModelStore
+from appliance.session import MirrorSession, SessionOptions
+from tests.test_camera_reconnect import FakeDevice
+from tests.waiting import wait_for
+
+
+def session_for(store: ModelStore, source: object, frames: int | None = None) -> MirrorSession:
+    choice = choose_for_device(store, override="x86-cpu")
+    options = SessionOptions(identity="grace_hopper", frame_limit=frames, web=False)
+    return MirrorSession(Settings(), store, choice, source, options)  # type: ignore[arg-type]
+
+
+def test_the_demo_is_swapped_without_liveness_and_runs_without_gpio(
+    store: ModelStore, astronaut: np.ndarray
+) -> None:
+    source = DemoSource(astronaut, size=(640, 480), paced=True, fps=30.0, frames=45)
+    session = session_for(store, source)
+    assert not session.live
+    session.start()
+    try:
+        assert session.runner.wait(30.0)
+        session.tick()
+        snap = session.telemetry.snapshot()
+    finally:
+        session.stop()
+    assert snap.swapped > 30
+    assert snap.liveness.mode == "none"
+    assert session.panel is not None and not session.panel.active
+    assert session.light(snap) in ("running", "degraded")
+
+
+def test_a_photo_held_to_the_camera_is_not_swapped_and_gets_the_prompt(
+    store: ModelStore, astronaut: np.ndarray
+) -> None:
+    with DemoSource(astronaut, size=(320, 240), paced=False, frames=30) as demo:
+        device = FakeDevice([f.image for f in demo])
+    camera = CameraSource(0, size=(320, 240), fps=30, capture_factory=device.open)
+    session = session_for(store, camera, frames=60)
+    assert session.live
+    session.start()
+    try:
+        assert session.runner.wait(30.0)
+        session.tick()
+        snap = session.telemetry.snapshot()
+    finally:
+        session.stop()
+    assert snap.frames_out > 20 and snap.swapped == 0  # a photo never turns LIVE
+    assert snap.liveness.mode == "either" and snap.liveness.unverified == 1
+
+
+def test_a_hot_device_caps_the_rate_and_shows_it(store: ModelStore, astronaut: np.ndarray) -> None:
+    source = DemoSource(astronaut, size=(640, 480), paced=True, fps=30.0)
+    session = session_for(store, source)
+    session.start()
+    try:
+        session._thermal(action_for(ThermalState.HOT, session.settings))
+        assert wait_for(lambda: session.telemetry.snapshot().drops.get("thermal", 0) > 10, 20.0)
+        time.sleep(0.5)
+    finally:
+        session.stop()
+    assert session.gate.action.state is ThermalState.HOT
+
+
+@pytest.mark.parametrize("state", [ThermalState.CRITICAL])
+def test_the_light_follows_the_thermal_state(store: ModelStore, state: ThermalState) -> None:
+    source = DemoSource(np.full((240, 320, 3), 90, np.uint8), size=(320, 240), frames=5)
+    session = session_for(store, source)
+    session.telemetry.set_thermal(state.label, 85.0, "test")
+    assert session.light() == "critical"
