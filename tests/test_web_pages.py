@@ -250,3 +250,19 @@ def test_stopping_the_server_ends_open_preview_streams(app: Flask, ran: Mirror) 
     assert thread is not None and not thread.is_alive()
     assert app.extensions["face_mirror"].preview_clients == 0
     stream.close()
+
+
+def test_liveness_off_and_a_hot_device_are_warnings_on_the_dashboard(tmp_path: Path) -> None:
+    mirror = build_mirror(tmp_path)
+    try:
+        client = build_app(mirror).test_client()
+        login(client)
+        assert client.get("/api/status").json["warnings"] == []
+        mirror.telemetry.set_liveness(1, 0, "off")
+        mirror.telemetry.set_thermal("hot", 86.0, "test")
+        warnings = client.get("/api/status").json["warnings"]
+        assert any("Liveness is off" in w for w in warnings)
+        assert any("hot" in w for w in warnings)
+        assert "a photo held up to the camera is swapped too" in client.get("/").text
+    finally:
+        mirror.control.close()

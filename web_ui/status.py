@@ -53,4 +53,23 @@ def status(control: MirrorControl) -> dict[str, Any]:
         "identity": control.active_identity(),
         "swapping": control.swapping_enabled,
         "extras": flatten(extras),
+        "warnings": warnings(snap),
     }
+
+
+def warnings(snap: TelemetrySnapshot) -> list[str]:
+    """What staff must know: safety switched off, the device too hot, sensors failing."""
+    out = []
+    if snap.liveness.mode == "off":
+        out.append(
+            "Liveness is off: faces are swapped without a blink or head turn, "
+            "so a photo held up to the camera is swapped too."
+        )
+    thermal = snap.thermal.state.lower()
+    if thermal in ("hot", "critical"):
+        out.append(f"The device is {thermal}: quality is lowered to cool it down.")
+    if snap.thermal.alert:
+        out.append(f"Thermal sensors: {snap.thermal.alert}")
+    if not snap.camera.connected:
+        out.append("The camera is not delivering frames.")
+    return out
