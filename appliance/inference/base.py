@@ -14,6 +14,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from appliance.errors import BackendError
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -37,6 +39,42 @@ class Model(Protocol):
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]: ...
 
     def close(self) -> None: ...
+
+
+def check_feeds(
+    model: str, specs: Sequence[TensorSpec], feeds: Sequence[npt.NDArray[np.float32]]
+) -> None:
+    """Raise ``BackendError`` unless ``feeds`` match ``specs`` in count and shape.
+
+    A negative dimension in a spec (a dynamic axis) accepts any size.
+    """
+    if len(feeds) != len(specs):
+        raise BackendError(f"{model}: expected {len(specs)} inputs, got {len(feeds)}")
+    for spec, value in zip(specs, feeds, strict=True):
+        wanted = tuple(d if d >= 0 else s for d, s in zip(spec.shape, value.shape, strict=False))
+        if tuple(value.shape) != wanted:
+            raise BackendError(
+                f"{model}: input {spec.name} wants shape {spec.shape}, got {value.shape}"
+            )
+
+
+class SpecModel:
+    """The tensor descriptions every backend's model exposes, kept in ``_inputs``/``_outputs``."""
+
+    path: Path
+    _inputs: tuple[TensorSpec, ...] = ()
+    _outputs: tuple[TensorSpec, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._outputs
+
+    def _check(self, feeds: Sequence[npt.NDArray[np.float32]]) -> None:
+        check_feeds(self.path.name, self._inputs, feeds)
 
 
 class Backend(Protocol):

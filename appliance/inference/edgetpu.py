@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from appliance.errors import BackendError
-from appliance.inference.base import Backend, Model, TensorSpec
+from appliance.inference.base import Backend, Model, SpecModel, TensorSpec
 from appliance.inference.fallbacks import record_fallback
 from appliance.inference.litert import LiteRTBackend
 
@@ -84,7 +83,7 @@ def _dequantize(value: npt.NDArray[Any], detail: dict[str, Any]) -> npt.NDArray[
     return real
 
 
-class EdgeTpuModel:
+class EdgeTpuModel(SpecModel):
     """An interpreter running on the TPU: float feeds are quantised in, outputs dequantised."""
 
     backend_name = "edgetpu"
@@ -104,26 +103,10 @@ class EdgeTpuModel:
         shape = tuple(int(d) for d in detail["shape"])
         return TensorSpec(str(detail["name"]), shape, np.dtype(detail["dtype"]).name)
 
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
-
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
-        if len(feeds) != len(self._in):
-            raise BackendError(
-                f"{self.path.name}: expected {len(self._in)} inputs, got {len(feeds)}"
-            )
+        self._check(feeds)
         with self._lock:
-            for detail, spec, value in zip(self._in, self._inputs, feeds, strict=True):
-                if tuple(value.shape) != spec.shape:
-                    raise BackendError(
-                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, "
-                        f"got {value.shape}"
-                    )
+            for detail, value in zip(self._in, feeds, strict=True):
                 self._interp.set_tensor(int(detail["index"]), _quantize(value, detail))
             self._interp.invoke()
             return [_dequantize(self._interp.get_tensor(int(d["index"])), d) for d in self._out]

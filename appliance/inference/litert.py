@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import BackendError
-from appliance.inference.base import TensorSpec
+from appliance.inference.base import SpecModel, TensorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _spec(detail: dict[str, Any]) -> TensorSpec:
     )
 
 
-class LiteRTModel:
+class LiteRTModel(SpecModel):
     """One interpreter; ``run`` is serialised because interpreters are not re-entrant."""
 
     backend_name = "litert-cpu"
@@ -51,26 +51,10 @@ class LiteRTModel:
         self._outputs = tuple(_spec(d) for d in out_details)
         self._lock = threading.Lock()
 
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
-
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
-        if len(feeds) != len(self._in_idx):
-            raise BackendError(
-                f"{self.path.name}: expected {len(self._in_idx)} inputs, got {len(feeds)}"
-            )
+        self._check(feeds)
         with self._lock:
-            for idx, spec, value in zip(self._in_idx, self._inputs, feeds, strict=True):
-                if tuple(value.shape) != spec.shape:
-                    raise BackendError(
-                        f"{self.path.name}: input {spec.name} wants shape {spec.shape}, "
-                        f"got {value.shape}"
-                    )
+            for idx, value in zip(self._in_idx, feeds, strict=True):
                 self._interp.set_tensor(idx, np.ascontiguousarray(value, dtype=np.float32))
             self._interp.invoke()
             return [np.array(self._interp.get_tensor(idx)) for idx in self._out_idx]

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import BackendError, ConfigError
-from appliance.inference.base import TensorSpec
+from appliance.inference.base import SpecModel, TensorSpec
 from appliance.inference.fallbacks import record_fallback
 from appliance.modelstore.hashing import sha256_file
 from appliance.paths import data_dir
@@ -85,7 +85,7 @@ def _spec(arg: Any) -> TensorSpec:
     return TensorSpec(name=str(arg.name), shape=shape, dtype=_ONNX_DTYPES.get(arg.type, arg.type))
 
 
-class OnnxModel:
+class OnnxModel(SpecModel):
     """One inference session; ``backend_name`` names the provider that really runs it."""
 
     def __init__(self, path: Path, session: Any) -> None:
@@ -98,32 +98,14 @@ class OnnxModel:
         self._inputs = tuple(_spec(a) for a in session.get_inputs())
         self._outputs = tuple(_spec(a) for a in session.get_outputs())
 
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
-
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
         if self._session is None:
             raise BackendError(f"{self.path.name}: model is closed")
-        if len(feeds) != len(self._inputs):
-            raise BackendError(
-                f"{self.path.name}: expected {len(self._inputs)} inputs, got {len(feeds)}"
-            )
-        named = {}
-        for spec, value in zip(self._inputs, feeds, strict=True):
-            wanted = tuple(
-                d if d >= 0 else s for d, s in zip(spec.shape, value.shape, strict=False)
-            )
-            if tuple(value.shape) != wanted:
-                raise BackendError(
-                    f"{self.path.name}: input {spec.name} wants shape {spec.shape}, "
-                    f"got {value.shape}"
-                )
-            named[spec.name] = np.ascontiguousarray(value, dtype=np.float32)
+        self._check(feeds)
+        named = {
+            spec.name: np.ascontiguousarray(value, dtype=np.float32)
+            for spec, value in zip(self._inputs, feeds, strict=True)
+        }
         return [np.asarray(o) for o in self._session.run(None, named)]
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import BackendError, MissingExtraError
-from appliance.inference.base import Model, TensorSpec
+from appliance.inference.base import Model, SpecModel, TensorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def _spec(arg: Any) -> TensorSpec:
     return TensorSpec(str(arg.name), shape, str(arg.type))
 
 
-class OnnxCpuModel:
+class OnnxCpuModel(SpecModel):
     """One onnxruntime session on the CPU provider."""
 
     backend_name = "onnxruntime-cpu"
@@ -44,14 +44,6 @@ class OnnxCpuModel:
         self._session = session
         self._inputs = tuple(_spec(a) for a in session.get_inputs())
         self._outputs = tuple(_spec(a) for a in session.get_outputs())
-
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
 
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
         named = {s.name: np.ascontiguousarray(x) for s, x in zip(self._inputs, feeds, strict=True)}
