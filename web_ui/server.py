@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from types import TracebackType
 from typing import Any
 
 from flask import Flask
@@ -17,6 +16,7 @@ from waitress.server import create_server
 from waitress.wasyncore import close_all
 
 from appliance.errors import OutputError
+from appliance.running import StartStop
 from web_ui.context import web_context
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ JOIN_TIMEOUT_S = 5.0
 DEFAULT_THREADS = 8
 
 
-class WebServer:
+class WebServer(StartStop):
     """One waitress server for ``app`` on ``host:port``; a context manager."""
 
     def __init__(self, app: Flask, host: str, port: int, threads: int = DEFAULT_THREADS) -> None:
@@ -77,18 +77,6 @@ class WebServer:
             if thread.is_alive():
                 logger.warning("admin UI thread did not stop within %s s", JOIN_TIMEOUT_S)
         server.task_dispatcher.shutdown(timeout=JOIN_TIMEOUT_S)
-
-    def __enter__(self) -> WebServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def serve(app: Flask, host: str, port: int, threads: int = DEFAULT_THREADS) -> WebServer:

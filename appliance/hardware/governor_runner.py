@@ -17,8 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from appliance.config import Settings
 from appliance.hardware.fan import Fan, open_fan
@@ -32,6 +31,7 @@ from appliance.hardware.profile import HardwareProfile
 from appliance.hardware.thermal import ThermalSensor, close_all, open_sensors, read_all
 from appliance.hardware.thermal_action import ThermalAction, action_for
 from appliance.pipeline.telemetry import Telemetry
+from appliance.running import StartStop
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ THREAD_NAME = "mirror-thermal"
 ActionSink = Callable[[ThermalAction], None]
 
 
-class ThermalGovernor:
+class ThermalGovernor(StartStop):
     """Polls ``sensors`` on a thread (``start``/``stop``) or on demand (``poll``)."""
 
     def __init__(
@@ -184,18 +184,6 @@ class ThermalGovernor:
                 logger.exception("thermal governor round failed")
             if self._stop.wait(self.poll_s):
                 return
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def governor_for(

@@ -16,13 +16,13 @@ import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from appliance.hardware.button import PanelButton
 from appliance.hardware.motion import MotionWatch
 from appliance.hardware.profile import GpioSpec
 from appliance.hardware.status_led import StatusLed
+from appliance.running import Closing
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def resolve_pin_factory(pin_factory: Any = None) -> tuple[Any, str]:
     return Device.pin_factory, type(Device.pin_factory).__name__
 
 
-class GpioPanel:
+class GpioPanel(Closing):
     """The open GPIO devices (any of them may be None) and why the others are off."""
 
     def __init__(
@@ -160,17 +160,6 @@ class GpioPanel:
             if device is not None:
                 device.close()
         self.led, self.button, self.motion = None, None, None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _try(

@@ -25,8 +25,6 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
-from types import TracebackType
-from typing import Self
 
 from appliance.errors import ConfigError
 from appliance.media.sink_base import FrameSink
@@ -39,6 +37,7 @@ from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.stage import Controller, Processor, StageContext, close_quietly
 from appliance.pipeline.telemetry import Telemetry
+from appliance.running import StartStop
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def _check(latency_budget_ms: float, frame_limit: int | None, read_timeout_s: fl
         raise ConfigError(f"read timeout must be in (0, 1] s, got {read_timeout_s}")
 
 
-class PipelineRunner:
+class PipelineRunner(StartStop):
     """Runs ``source -> processor -> sinks`` on threads, newest frame first.
 
     ``latency_budget_ms``: a frame older than this is never shown.
@@ -233,18 +232,6 @@ class PipelineRunner:
         finally:
             self.stop()
         return self.telemetry.snapshot()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ---- internals -------------------------------------------------------------------------
 
