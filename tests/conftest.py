@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 
 from appliance.modelstore import ModelStore
+from tests.test_web_support import Mirror, build_app, build_mirror, login
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_MEDIA = REPO.parent / "shared" / "media"
@@ -45,3 +49,27 @@ def shared_media(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} absent: shared test media is only on development machines")
     return path
+
+
+# ---- the admin web UI over a real processor (tests/test_web_*.py) ---------------------------
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[Mirror]:
+    """A real processor, telemetry and the web UI's control in a fresh data folder."""
+    built = build_mirror(tmp_path)
+    yield built
+    built.control.close()
+
+
+@pytest.fixture
+def app(mirror: Mirror) -> Flask:
+    return build_app(mirror)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    """A test client, logged in."""
+    client = app.test_client()
+    login(client)
+    return client

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from tests.test_web_support import (
     FakeClock,
     Mirror,
     build_app,
-    build_mirror,
     login,
     page_token,
     post,
@@ -30,13 +28,6 @@ PAGES = ["/", "/api/status", "/preview", "/preview.jpg", "/preview.mjpg", "/sett
          "/identities", "/logs", "/password", "/identities/x/preview.jpg"]  # fmt: skip
 POSTS = ["/settings", "/identities", "/identities/x/rename", "/identities/x/activate",
          "/identities/x/delete", "/swapping", "/password", "/logout"]  # fmt: skip
-
-
-@pytest.fixture
-def mirror(tmp_path: Path) -> Iterator[Mirror]:
-    built = build_mirror(tmp_path)
-    yield built
-    built.control.close()
 
 
 @pytest.fixture

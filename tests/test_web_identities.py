@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 from PIL import Image
 from werkzeug.test import TestResponse
@@ -17,10 +14,8 @@ from werkzeug.test import TestResponse
 from tests.test_web_support import (
     Mirror,
     bomb_png,
-    build_app,
     build_mirror,
     encode,
-    login,
     photo,
     plain_image,
     post,
@@ -32,25 +27,6 @@ from web_ui.uploads import MAX_UPLOAD_BYTES
 
 BAD_NAMES = ["../x", "a/b", "..", ".", "x\x00y", "", " lead", "trail ", "a\\b", "x" * 41,
              "dot.ted", "new\nline", "é"]  # fmt: skip
-
-
-@pytest.fixture
-def mirror(tmp_path: Path) -> Iterator[Mirror]:
-    built = build_mirror(tmp_path)
-    yield built
-    built.control.close()
-
-
-@pytest.fixture
-def app(mirror: Mirror) -> Flask:
-    return build_app(mirror)
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    client = app.test_client()
-    login(client)
-    return client
 
 
 def upload(

@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from flask import Flask
 from flask.testing import FlaskClient
 
 from appliance.config import Settings, load_settings
 from appliance.errors import ConfigError
 from tests.test_web_support import Mirror, build_app, build_mirror, login, post
 from web_ui.settings_form import leaves
-
-
-@pytest.fixture
-def mirror(tmp_path: Path) -> Iterator[Mirror]:
-    built = build_mirror(tmp_path)
-    yield built
-    built.control.close()
-
-
-@pytest.fixture
-def app(mirror: Mirror) -> Flask:
-    return build_app(mirror)
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    client = app.test_client()
-    login(client)
-    return client
 
 
 def test_the_form_has_every_field_of_the_model(client: FlaskClient) -> None:
