@@ -7,12 +7,19 @@ thermal gate (the governor's actions) and the adaptive controller (idle,
 degrade ladder, fps caps). Beside the pipeline run the thermal governor's
 thread, the GPIO panel (LED, button, PIR) and the admin web server. A part
 the device lacks (sensors, GPIO pins) is said once and left out; ``start``
-brings everything up and ``stop`` takes it down in the reverse order.
+brings everything up and ``stop`` takes every part down at once, within
+``STOP_BUDGET_S`` all together (SIGTERM must end the service within 3 s).
+
+Under systemd, ``tick`` drives the heartbeat (``appliance.supervision``):
+READY once the first output sink (the display) wrote a frame, WATCHDOG
+while it keeps writing them.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +40,12 @@ from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Telemetry
+from appliance.supervision.heartbeat import Heartbeat
+from appliance.supervision.notify import Notifier
 
 logger = logging.getLogger(__name__)
+
+STOP_BUDGET_S = 2.5  # every part stopped within this, together (the runner's own stop takes 2 s)
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,7 @@ class MirrorSession:
         self.web_url = ""
         self._server: object | None = None
         self._stoppers: list[Callable[[], object]] = []
+        self.heartbeat = Heartbeat(Notifier(), status=self._status_text)
 
     # ---- up and down -----------------------------------------------------------------------
 
@@ -139,22 +151,42 @@ class MirrorSession:
             self._start_web()
 
     def stop(self) -> None:
-        """Stop everything started, newest first; each part's failure is logged, not raised."""
-        while self._stoppers:
-            stopper = self._stoppers.pop()
-            try:
-                stopper()
-            except Exception as exc:
-                logger.warning("stopping %r failed: %s", stopper, exc)
+        """Stop everything started, all parts at once, within ``STOP_BUDGET_S`` together.
+
+        Each part's failure is logged, not raised; a part still busy at the
+        deadline is logged and left to its (daemon) thread.
+        """
+        stoppers, self._stoppers = self._stoppers[::-1], []
+        if not stoppers:
+            return
+        self.heartbeat.stop()
+        deadline = time.monotonic() + STOP_BUDGET_S
+        threads = [
+            threading.Thread(target=_stop_part, args=(s,), name=f"mirror-stop-{i}", daemon=True)
+            for i, s in enumerate(stoppers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread, stopper in zip(threads, stoppers, strict=True):
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                logger.warning("stopping %r took over %.1f s; left behind", stopper, STOP_BUDGET_S)
 
     def tick(self) -> None:
-        """Periodic upkeep from the main thread: liveness counts into telemetry, and the
-        status LED following the mirror's state."""
+        """Periodic upkeep from the main thread: liveness counts into telemetry, the
+        status LED following the mirror's state, and systemd's heartbeat."""
         snap = self.telemetry.snapshot()
         counts = self.processor.liveness.counts(snap.faces)
         self.telemetry.set_liveness(counts.live, counts.unverified, counts.mode)
         if self.panel is not None:
             self.panel.show(self.light(snap))
+        self.heartbeat.beat(self.shown(snap))
+
+    def shown(self, snap: TelemetrySnapshot) -> int:
+        """Frames the display (the first output sink) has written; all frames out without one."""
+        names = self.runner.sink_names
+        sink = snap.sinks.get(names[0]) if names else None
+        return snap.frames_out if sink is None else sink.written
 
     def light(self, snap: TelemetrySnapshot | None = None) -> str:
         """The status LED's state: critical, error, hot, degraded or running."""
@@ -188,6 +220,13 @@ class MirrorSession:
         if self.control is not None:
             self._stoppers.append(self.control.close)
 
+    def _status_text(self) -> str:
+        snap = self.telemetry.snapshot()
+        return (
+            f"{snap.output_fps:.1f} fps, {snap.mode}, {snap.quality}, "
+            f"thermal {snap.thermal.state.lower()}, light {self.light(snap)}"
+        )
+
     def _thermal(self, action: ThermalAction) -> None:
         self.gate.set_action(action)
         self.caps.set("thermal", action.fps_cap)
@@ -213,3 +252,10 @@ class MirrorSession:
     def _toggle_swapping(self) -> None:
         if self.control is not None:
             self.control.set_swapping(not self.control.swapping_enabled)
+
+
+def _stop_part(stopper: Callable[[], object]) -> None:
+    try:
+        stopper()
+    except Exception as exc:
+        logger.warning("stopping %r failed: %s", stopper, exc)

@@ -8,6 +8,11 @@ At start it probes the device (or takes ``--profile NAME``), makes the runtime
 choice and prints it as one short block on stderr (stdout starts with the
 preview address). The profile's target rate is used unless the config file
 sets ``pipeline.target_fps``. Each fallback is logged once, by ``record_fallback``.
+
+Under systemd (``Type=notify``, ``WatchdogSec=``) the session's ``tick`` tells
+it READY once the first frame is shown and sends the watchdog heartbeat while
+frames flow; SIGTERM finishes the frame, releases the camera, closes the
+outputs and exits 0 within 3 s (see ``MirrorSession.stop``).
 """
 
 from __future__ import annotations

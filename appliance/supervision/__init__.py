@@ -1,0 +1,1 @@
+"""Running under systemd: the sd_notify client and the heartbeat that drives it."""
