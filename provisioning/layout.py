@@ -1,0 +1,64 @@
+"""Where provisioning puts things on the device, and how a device path maps under ``--root``.
+
+Every path here is the path *on the device* (``/var/lib/mirror/...``);
+:meth:`Layout.host` turns it into the path written on this machine, under
+the root being provisioned (``/`` on the live system, a mounted image
+otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+DATA_DIR = PurePosixPath("/var/lib/mirror")
+UNIT = PurePosixPath("/etc/systemd/system/mirror.service")
+ENV_FILE = PurePosixPath("/etc/default/mirror")
+SYSUSERS = PurePosixPath("/usr/lib/sysusers.d/mirror.conf")
+UDEV_RULES = PurePosixPath("/etc/udev/rules.d/70-mirror.rules")
+DEFAULT_VENV = PurePosixPath("/opt/mirror/venv")
+SERVICE_USER = "mirror"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The target root and the device paths under it."""
+
+    root: Path
+    data_dir: PurePosixPath = DATA_DIR
+    venv: PurePosixPath = DEFAULT_VENV
+
+    @property
+    def models_dir(self) -> PurePosixPath:
+        return self.data_dir / "models"
+
+    @property
+    def web_dir(self) -> PurePosixPath:
+        return self.data_dir / "web"
+
+    @property
+    def config(self) -> PurePosixPath:
+        return self.data_dir / "config.yaml"
+
+    @property
+    def auth(self) -> PurePosixPath:
+        return self.web_dir / "auth.json"
+
+    @property
+    def secret_key(self) -> PurePosixPath:
+        return self.web_dir / "secret_key"
+
+    @property
+    def first_boot(self) -> PurePosixPath:
+        return self.web_dir / "first-boot.txt"
+
+    @property
+    def web_config(self) -> PurePosixPath:
+        return self.web_dir / "web.yaml"
+
+    def host(self, device_path: PurePosixPath) -> Path:
+        """The path on this machine of ``device_path`` on the provisioned root."""
+        return self.root / str(device_path).lstrip("/")
+
+    def is_live(self) -> bool:
+        return self.root.resolve() == Path("/").resolve()

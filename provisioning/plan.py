@@ -1,0 +1,163 @@
+"""Compute the provisioning plan: every step, and whether the root already has it.
+
+The plan is computed from a checked bundle and the target root without
+writing anything: ``--dry-run`` prints it, :mod:`provisioning.apply` carries
+out the steps that change something. Managed files (unit, udev rules,
+sysusers, environment, web.yaml) are rewritten when they differ; the config
+and the secrets are created only when missing, never replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import yaml
+
+from appliance.hardware.profile import HardwareProfile
+from appliance.modelstore.hashing import sha256_file
+from appliance.modelstore.manifest import Manifest
+from appliance.modelstore.store import ModelStore
+from provisioning import onnx_steps
+from provisioning.actions import Action, Status
+from provisioning.bundle import Bundle
+from provisioning.credentials import SECRET_MODE
+from provisioning.layout import ENV_FILE, SYSUSERS, UDEV_RULES, UNIT, Layout
+from provisioning.udev import render_udev_rules
+from provisioning.units import render_env_file, render_sysusers, render_unit
+
+logger = logging.getLogger(__name__)
+
+FILE_MODE = 0o644
+CONFIG_TEXT = (
+    "# Mirror settings (see appliance/config.py); the admin page edits this file.\n"
+    "# Unset keys take their defaults; pipeline.target_fps defaults to the profile's.\n"
+    "{}\n"
+)
+
+
+@dataclass(frozen=True)
+class WebListen:
+    """Where the admin page listens: 0.0.0.0 unless an address is given (see the README)."""
+
+    host: str = "0.0.0.0"
+    port: int = 8000
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: HardwareProfile
+    layout: Layout
+    actions: tuple[Action, ...]
+
+    @property
+    def changes(self) -> tuple[Action, ...]:
+        return tuple(a for a in self.actions if a.changes)
+
+    def lines(self) -> list[str]:
+        head = f"provisioning {self.layout.root} for profile {self.profile.name}"
+        return [head, *(a.line() for a in self.actions)]
+
+
+def build_plan(
+    layout: Layout,
+    profile: HardwareProfile,
+    bundle: Bundle,
+    manifest: Manifest,
+    web: WebListen | None = None,
+) -> Plan:
+    planner = _Planner(layout)
+    planner.dirs()
+    planner.models(bundle)
+    planner.system_files(profile, web or WebListen())
+    planner.secrets()
+    planner.onnx(profile, manifest)
+    return Plan(profile, layout, tuple(planner.actions))
+
+
+class _Planner:
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.actions: list[Action] = []
+
+    def _mode_of(self, target: PurePosixPath) -> int | None:
+        host = self.layout.host(target)
+        return host.stat().st_mode & 0o7777 if host.exists() else None
+
+    def dirs(self) -> None:
+        layout = self.layout
+        for target, mode in (
+            (layout.data_dir, 0o750),
+            (layout.models_dir, 0o755),
+            (layout.web_dir, 0o700),
+        ):
+            current = self._mode_of(target)
+            status: Status = "create" if current is None else "unchanged"
+            if current is not None and current != mode:
+                status = "update"
+            self.actions.append(Action("dir", target, status, mode=mode))
+
+    def models(self, bundle: Bundle) -> None:
+        for name, source in sorted(bundle.models.items()):
+            target = self.layout.models_dir / name
+            host = self.layout.host(target)
+            status: Status = "create"
+            if host.is_file():
+                same = sha256_file(host) == source.sha256 and self._mode_of(target) == FILE_MODE
+                status = "unchanged" if same else "update"
+            self.actions.append(Action("model", target, status, mode=FILE_MODE, source=source))
+
+    def system_files(self, profile: HardwareProfile, web: WebListen) -> None:
+        layout = self.layout
+        web_yaml = yaml.safe_dump({"host": web.host, "port": web.port}, sort_keys=False)
+        for target, text in (
+            (UNIT, render_unit(profile, layout)),
+            (ENV_FILE, render_env_file(profile, layout)),
+            (SYSUSERS, render_sysusers(profile, layout)),
+            (UDEV_RULES, render_udev_rules()),
+            (layout.web_config, web_yaml),
+        ):
+            self._file(target, text.encode("utf-8"), FILE_MODE)
+        self._once(layout.config, CONFIG_TEXT.encode("utf-8"))
+
+    def _file(self, target: PurePosixPath, data: bytes, mode: int) -> None:
+        host = self.layout.host(target)
+        status: Status = "create"
+        if host.is_file():
+            same = host.read_bytes() == data and self._mode_of(target) == mode
+            status = "unchanged" if same else "update"
+        self.actions.append(Action("file", target, status, mode=mode, data=data))
+
+    def _once(self, target: PurePosixPath, data: bytes) -> None:
+        status: Status = "unchanged" if self.layout.host(target).exists() else "create"
+        self.actions.append(Action("once", target, status, mode=SECRET_MODE, data=data))
+
+    def secrets(self) -> None:
+        layout = self.layout
+        key_status: Status = "unchanged" if layout.host(layout.secret_key).exists() else "create"
+        self.actions.append(Action("secret-key", layout.secret_key, key_status, mode=SECRET_MODE))
+        admin: Status = "unchanged" if layout.host(layout.auth).exists() else "create"
+        note = "admin password generated, printed once" if admin == "create" else ""
+        self.actions.append(Action("admin", layout.auth, admin, mode=SECRET_MODE, note=note))
+
+    def onnx(self, profile: HardwareProfile, manifest: Manifest) -> None:
+        names = onnx_steps.onnx_models(profile)
+        if not names:
+            return
+        store = ModelStore(cache_dir=self.layout.host(self.layout.models_dir), manifest=manifest)
+        current = onnx_steps.conversions_current(store, names)
+        status: Status = "unchanged" if current else "create"
+        onnx_dir = self.layout.models_dir / "onnx"
+        self.actions.append(Action("convert", onnx_dir, status, names=names, note="tflite2onnx"))
+        if onnx_steps.needs_engines(profile):
+            self.actions.append(self._engines(names))
+
+    def _engines(self, names: tuple[str, ...]) -> Action:
+        target = self.layout.data_dir / onnx_steps.TRT_CACHE
+        if self.layout.is_live() and onnx_steps.tensorrt_here():
+            built = self.layout.host(target).is_dir() and any(self.layout.host(target).iterdir())
+            status: Status = "unchanged" if built else "create"
+            return Action("engines", target, status, names=names, note="TensorRT fp16")
+        note = "cannot build here (needs the device's GPU): the runtime builds them at first start"
+        return Action("engines", target, "deferred", names=names, note=note)

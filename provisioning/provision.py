@@ -1,0 +1,81 @@
+"""``mirror provision``: check the bundle, pick the profile, plan, then (unless a dry run) apply.
+
+The bundle is fully checked (every file's sha256 against ``bundle.json`` and
+the model manifest) before the plan is made, so a bad bundle fails with the
+file named and the target root untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from appliance.hardware.catalog import load_profiles
+from appliance.hardware.match import match_profile
+from appliance.hardware.probe import probe
+from appliance.hardware.profile import HardwareProfile
+from appliance.modelstore.manifest import Manifest, load_manifest
+from provisioning.apply import ApplyReport, apply_plan
+from provisioning.bundle import read_index, verify_bundle
+from provisioning.layout import DEFAULT_VENV, Layout
+from provisioning.plan import Plan, WebListen, build_plan
+from provisioning.progress import ByteProgress
+
+logger = logging.getLogger(__name__)
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    root: Path
+    bundle: Path
+    profile: str | None = None
+    dry_run: bool = False
+    web: WebListen = field(default_factory=WebListen)
+    venv: PurePosixPath = DEFAULT_VENV
+
+
+@dataclass(frozen=True)
+class Outcome:
+    plan: Plan
+    report: ApplyReport | None  # None for a dry run
+    why_profile: str
+
+
+def pick_profile(root: Path, override: str | None) -> tuple[HardwareProfile, str]:
+    """The profile named, or the one the probe of ``root`` matches; and why."""
+    match = match_profile(load_profiles(), probe(root), override)
+    return match.profile, match.reason
+
+
+def _bundle_size(bundle: Path) -> int:
+    files = read_index(bundle)["files"]
+    return sum(int(meta.get("size", 0)) for meta in files.values() if isinstance(meta, dict))
+
+
+def provision(
+    request: Request, manifest: Manifest | None = None, *, progress: bool = True
+) -> Outcome:
+    manifest = manifest or load_manifest()
+    bar = ByteProgress(_bundle_size(request.bundle), "verifying") if progress else None
+    bundle = verify_bundle(
+        request.bundle, manifest, (lambda name, n: bar.add(n, name)) if bar else None
+    )
+    if bar:
+        bar.close()
+    profile, why = pick_profile(request.root, request.profile or bundle.profile)
+    layout = Layout(root=request.root, venv=request.venv)
+    plan = build_plan(layout, profile, bundle, manifest, request.web)
+    if request.dry_run:
+        return Outcome(plan, None, why)
+    copying = sum(a.source.size for a in plan.changes if a.source is not None)
+    copy_bar = ByteProgress(copying, "installing") if progress and copying else None
+    report = apply_plan(
+        plan, manifest, on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None
+    )
+    if copy_bar:
+        copy_bar.close()
+    return Outcome(plan, report, why)

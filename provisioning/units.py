@@ -1,0 +1,107 @@
+"""The systemd unit and its environment file, rendered from the profile and the layout.
+
+``Type=notify``: the runtime sends ``READY=1`` once frames flow and
+``WATCHDOG=1`` while they keep flowing; systemd restarts it when they stop
+(``WatchdogSec``) or when it fails (``Restart=on-failure``, forever:
+``StartLimitIntervalSec=0``). It runs as the unprivileged ``mirror`` user,
+sees the file system read-only except its data directory, and cannot gain
+privileges. ``StateDirectory=`` hands the data directory (written by root at
+provisioning) to that user at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+from appliance.hardware.profile import HardwareProfile
+from provisioning.layout import ENV_FILE, SERVICE_USER, Layout
+
+logger = logging.getLogger(__name__)
+
+WATCHDOG_S = 10
+# The first start may build TensorRT engines before READY=1.
+START_TIMEOUT_S = 600
+
+
+def supplementary_groups(profile: HardwareProfile) -> list[str]:
+    """``video`` always (camera, GPU); ``gpio`` where the profile has GPIO pins."""
+    return ["video", "gpio"] if profile.gpio is not None else ["video"]
+
+
+def exec_start(profile: HardwareProfile, layout: Layout) -> str:
+    capture = profile.capture
+    args = [
+        str(layout.venv / "bin" / "mirror"),
+        "run",
+        "--source",
+        str(capture.device),
+        "--size",
+        capture.resolution,
+        "--fps",
+        f"{capture.fps:g}",
+        "--profile",
+        profile.name,
+        "--no-preview",
+    ]
+    return shlex.join(args)
+
+
+def render_unit(profile: HardwareProfile, layout: Layout) -> str:
+    data = str(layout.data_dir)
+    lines = [
+        "# Written by `mirror provision`; a second run rewrites it unchanged.",
+        "[Unit]",
+        "Description=Face-swap mirror",
+        "After=network.target systemd-udevd.service",
+        "StartLimitIntervalSec=0",
+        "",
+        "[Service]",
+        "Type=notify",
+        "NotifyAccess=main",
+        f"EnvironmentFile={ENV_FILE}",
+        f"ExecStart={exec_start(profile, layout)}",
+        f"WatchdogSec={WATCHDOG_S}s",
+        "Restart=on-failure",
+        "RestartSec=2",
+        f"TimeoutStartSec={START_TIMEOUT_S}",
+        "TimeoutStopSec=5",
+        f"User={SERVICE_USER}",
+        f"Group={SERVICE_USER}",
+        f"SupplementaryGroups={' '.join(supplementary_groups(profile))}",
+        f"StateDirectory={layout.data_dir.name}",
+        "StateDirectoryMode=0750",
+        "ProtectSystem=strict",
+        f"ReadWritePaths={data}",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "NoNewPrivileges=yes",
+        "RestrictSUIDSGID=yes",
+        "ProtectKernelTunables=yes",
+        "ProtectControlGroups=yes",
+        "LockPersonality=yes",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_env_file(profile: HardwareProfile, layout: Layout) -> str:
+    return (
+        "# Written by `mirror provision`: read by mirror.service.\n"
+        f"MIRROR_DATA_DIR={layout.data_dir}\n"
+        f"MIRROR_PROFILE={profile.name}\n"
+    )
+
+
+def render_sysusers(profile: HardwareProfile, layout: Layout) -> str:
+    """The service user, created at boot by systemd-sysusers (no login, no password)."""
+    lines = [
+        "# Written by `mirror provision`.",
+        f'u {SERVICE_USER} - "Face-swap mirror" {layout.data_dir} -',
+    ]
+    for group in supplementary_groups(profile):
+        lines.append(f"g {group} -")
+        lines.append(f"m {SERVICE_USER} {group}")
+    return "\n".join(lines) + "\n"
