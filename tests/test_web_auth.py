@@ -242,3 +242,14 @@ def test_pages_have_no_inline_script_style_or_external_assets(app: Flask) -> Non
     for asset in ("style.css", "dashboard.js"):
         response = client.get(f"/static/{asset}")
         assert response.status_code == 200 and b"http" not in response.data
+
+
+def test_the_first_password_change_ends_the_first_boot_notice(tmp_path: Path) -> None:
+    """Provisioning leaves the one-time password for the display; changing it removes it."""
+    store = AuthStore(tmp_path / "auth.json")
+    first = store.provision(must_change=True)
+    notice = tmp_path / "first-boot.txt"
+    notice.write_text(f"admin password: {first}\n", encoding="utf-8")
+    store.change(first, "a much better passphrase")
+    assert not notice.exists()
+    assert store.verify(USERNAME, "a much better passphrase")

@@ -28,6 +28,7 @@ USERNAME = "admin"
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 256
 HASH_METHOD = "scrypt"  # werkzeug's default cost: 2**15, r=8, p=1
+FIRST_BOOT_NAME = "first-boot.txt"  # provisioning's one-time password for the display
 # no 0/O, 1/l/I, 5/S, 8/B: readable off a display and typeable on a phone
 ALPHABET = "abcdefghijkmnpqrstuvwxyzACDEFGHJKLMNPQRTUVWXYZ234679"
 GROUPS, GROUP_LEN = 4, 4
@@ -91,6 +92,9 @@ class AuthStore:
         with self._lock:
             changed = Account(account.username, self._hash(new), False, account.generation + 1)
             self._save(changed)
+        first_boot = self.path.parent / FIRST_BOOT_NAME
+        if first_boot.exists():  # the one-time password is spent: the display stops showing it
+            first_boot.unlink()
         logger.info("admin password changed")
         return changed
 
