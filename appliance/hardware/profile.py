@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 BackendName = Literal["tensorrt", "cuda", "edgetpu", "litert-cpu", "onnx-cpu"]
 Arch = Literal["x86_64", "aarch64", "armv7l"]
 Connector = Literal["hdmi", "dsi", "dp", "any", "headless"]
+CameraKind = Literal["v4l2", "picamera2", "gstreamer-csi"]
+DisplayKind = Literal["framebuffer", "sdl", "none"]
 
 ROLES = ("detector", "landmarks", "blendshapes", "swapper")
 BCM_PINS = range(0, 28)
@@ -87,6 +89,14 @@ class CaptureSpec(_Frozen):
     resolution: str = Field("640x480", pattern=_RESOLUTION, description="Requested WxH.")
     fps: float = Field(30.0, gt=0.0, le=240.0, description="Requested frame rate.")
     fourcc: str = Field("MJPG", min_length=4, max_length=4, description="Pixel format.")
+    kind: CameraKind = Field(
+        "v4l2",
+        description="v4l2 (USB, OpenCV), picamera2 (Raspberry Pi CSI) or gstreamer-csi "
+        "(Jetson CSI through nvarguscamerasrc; device is then the sensor id).",
+    )
+    flip_method: int = Field(
+        0, ge=0, le=7, description="gstreamer-csi only: nvvidconv flip-method (2 = rotate 180)."
+    )
     required: bool = Field(
         True, description="The mirror expects a camera here (a missing one is still a warning)."
     )
@@ -113,6 +123,17 @@ class DisplaySpec(_Frozen):
     )
     resolution: str = Field("1280x720", pattern=_RESOLUTION, description="Output WxH.")
     fullscreen: bool = Field(True, description="Show the mirror full screen.")
+    kind: DisplayKind = Field(
+        "framebuffer",
+        description="framebuffer (/dev/fbN through mmap), sdl (pygame, kmsdrm) or none.",
+    )
+    device: str = Field(
+        "/dev/fb0", pattern=r"^/dev/fb\d+$", description="framebuffer only: the device."
+    )
+    mirror: bool = Field(
+        True,
+        description="Show people mirrored; flipped at capture, so text drawn later reads right.",
+    )
 
     @property
     def size(self) -> tuple[int, int]:

@@ -1,0 +1,130 @@
+"""Full screens the mirror shows instead of the camera: first boot, idle, camera lost.
+
+Drawn with Pillow in the label's CJK font (``store.path("label_font")``), so
+any text the font covers can be shown; ``ScreenTexts`` holds the words, to be
+localised. Each screen is rendered once per (screen, size) and returned as a
+BGR image; callers copy it before drawing on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image as PilImage
+from PIL import ImageDraw, ImageFont
+
+from appliance.errors import ModelError
+from appliance.pipeline.frames import Image
+
+logger = logging.getLogger(__name__)
+
+BACKGROUND_RGB = (12, 12, 16)
+TEXT_RGB = (240, 240, 240)
+ACCENT_RGB = (120, 200, 255)
+_CACHE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class ScreenTexts:
+    """The words on the screens (replace for another language)."""
+
+    idle: str = "Step closer"
+    camera_lost: str = "Camera disconnected"
+    camera_lost_hint: str = "Reconnecting…"
+    first_boot_title: str = "Welcome: set up this mirror"
+    device_ip: str = "Device IP"
+    admin_url: str = "Admin page"
+    password: str = "One-time password"
+
+
+@dataclass(frozen=True)
+class FirstBootInfo:
+    """What staff need on first boot to reach the admin page."""
+
+    device_ip: str
+    admin_url: str
+    one_time_password: str
+
+
+Line = tuple[str, float, tuple[int, int, int]]  # text, height as a fraction of the screen, colour
+
+
+class Overlays:
+    """Renders the screens in one font; ``texts`` sets the words."""
+
+    def __init__(self, font_path: Path, texts: ScreenTexts | None = None) -> None:
+        self.font_path = Path(font_path)
+        self.texts = texts if texts is not None else ScreenTexts()
+        self._cache: dict[tuple[object, ...], Image] = {}
+        self._font(12)  # fail now, not on first use
+
+    def idle_screen(self, size: tuple[int, int]) -> Image:
+        """Shown when nobody is in front of the mirror."""
+        return self._screen(size, ((self.texts.idle, 0.09, TEXT_RGB),))
+
+    def camera_lost_screen(self, size: tuple[int, int]) -> Image:
+        """Shown while the camera is gone and being reconnected."""
+        lines = (
+            (self.texts.camera_lost, 0.07, TEXT_RGB),
+            (self.texts.camera_lost_hint, 0.04, ACCENT_RGB),
+        )
+        return self._screen(size, lines)
+
+    def first_boot_screen(self, size: tuple[int, int], info: FirstBootInfo) -> Image:
+        """Shown until the first admin login: where to go and with which password."""
+        t = self.texts
+        lines = (
+            (t.first_boot_title, 0.06, TEXT_RGB),
+            (f"{t.device_ip}: {info.device_ip}", 0.045, TEXT_RGB),
+            (f"{t.admin_url}: {info.admin_url}", 0.045, ACCENT_RGB),
+            (f"{t.password}: {info.one_time_password}", 0.06, ACCENT_RGB),
+        )
+        return self._screen(size, lines)
+
+    def _screen(self, size: tuple[int, int], lines: tuple[Line, ...]) -> Image:
+        key = (size, lines)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._render(size, lines)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = cached
+        return cached.copy()
+
+    def _render(self, size: tuple[int, int], lines: tuple[Line, ...]) -> Image:
+        width, height = size
+        canvas = PilImage.new("RGB", (width, height), BACKGROUND_RGB)
+        draw = ImageDraw.Draw(canvas)
+        fitted = [
+            (text, self._fit(draw, text, fraction * height, width * 0.9), rgb)
+            for text, fraction, rgb in lines
+        ]
+        gap = round(height * 0.03)
+        boxes = [draw.textbbox((0, 0), text, font=font) for text, font, _ in fitted]
+        total = sum(b[3] - b[1] for b in boxes) + gap * (len(boxes) - 1)
+        y = (height - total) // 2
+        for (text, font, rgb), box in zip(fitted, boxes, strict=True):
+            x = (width - (box[2] - box[0])) // 2 - box[0]
+            draw.text((x, y - box[1]), text, font=font, fill=rgb)
+            y += box[3] - box[1] + gap
+        rgb_array = np.asarray(canvas, dtype=np.uint8)
+        return np.ascontiguousarray(rgb_array[..., ::-1])
+
+    def _fit(
+        self, draw: ImageDraw.ImageDraw, text: str, height_px: float, max_width: float
+    ) -> ImageFont.FreeTypeFont:
+        size = max(8, round(height_px))
+        font = self._font(size)
+        text_width = draw.textlength(text, font=font)
+        if text_width > max_width:
+            font = self._font(max(8, int(size * max_width / text_width)))
+        return font
+
+    def _font(self, size: int) -> ImageFont.FreeTypeFont:
+        try:
+            return ImageFont.truetype(str(self.font_path), size)
+        except OSError as exc:
+            raise ModelError(f"overlay font {self.font_path} cannot be loaded: {exc}") from exc

@@ -1,0 +1,215 @@
+"""Screen sinks: the framebuffer against a fake /dev/fb0 and sysfs, SDL on the dummy driver.
+
+The fake framebuffer is a plain file of stride x height bytes beside a
+directory holding ``virtual_size``, ``bits_per_pixel`` and ``stride``; a
+pixel's bytes are read back at ``y * stride + x * bytes_per_pixel``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from appliance.errors import OutputError
+from appliance.hardware.profile import DisplaySpec
+from appliance.media.display import open_display
+from appliance.media.framebuffer_sink import FramebufferSink, bgr_to_rgb565
+from appliance.media.null_sink import NullSink
+from appliance.media.overlays import FirstBootInfo, Overlays, ScreenTexts
+from appliance.media.screen_feed import ScreenFeed
+from appliance.modelstore import ModelStore
+from appliance.pipeline.frames import Frame
+from tests.waiting import wait_for
+
+WIDTH, HEIGHT = 8, 4
+
+
+def fake_fb(
+    tmp_path: Path, bpp: int, stride: int, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> tuple[Path, Path]:
+    sysfs = tmp_path / "sys" / "fb0"
+    sysfs.mkdir(parents=True)
+    (sysfs / "virtual_size").write_text(f"{size[0]},{size[1]}\n")
+    (sysfs / "bits_per_pixel").write_text(f"{bpp}\n")
+    (sysfs / "stride").write_text(f"{stride}\n")
+    device = tmp_path / "fb0"
+    device.write_bytes(b"\xaa" * (stride * size[1]))
+    return device, sysfs
+
+
+def frame_of(image: np.ndarray) -> Frame:
+    return Frame(image=image, index=0, capture_ns=0)
+
+
+def marked_image() -> np.ndarray:
+    """An 8x4 BGR image: grey, with known colours at three pixels."""
+    image = np.full((HEIGHT, WIDTH, 3), 100, np.uint8)
+    image[0, 0] = (255, 0, 0)  # blue, top left
+    image[1, 7] = (0, 0, 255)  # red, right edge of the second line
+    image[3, 2] = (16, 128, 248)  # a mix, bottom line
+    return image
+
+
+def pixel32(data: bytes, stride: int, x: int, y: int) -> tuple[int, ...]:
+    offset = y * stride + x * 4
+    return tuple(data[offset : offset + 4])
+
+
+def pixel16(data: bytes, stride: int, x: int, y: int) -> int:
+    offset = y * stride + x * 2
+    return int.from_bytes(data[offset : offset + 2], "little")
+
+
+def rgb565(r: int, g: int, b: int) -> int:
+    return ((r >> 3) << 11) | ((g >> 2) << 5) | (b >> 3)
+
+
+@pytest.mark.parametrize("stride", [WIDTH * 4, WIDTH * 4 + 24])
+def test_xrgb8888_pixels_land_as_b_g_r_x_at_their_offsets(tmp_path: Path, stride: int) -> None:
+    device, sysfs = fake_fb(tmp_path, 32, stride)
+    sink = FramebufferSink(device, sysfs_dir=sysfs)
+    with sink:
+        assert sink.size == (WIDTH, HEIGHT)
+        sink.write(frame_of(marked_image()))
+        data = device.read_bytes()
+        assert pixel32(data, stride, 0, 0) == (255, 0, 0, 255)
+        assert pixel32(data, stride, 7, 1) == (0, 0, 255, 255)
+        assert pixel32(data, stride, 2, 3) == (16, 128, 248, 255)
+        assert pixel32(data, stride, 4, 2) == (100, 100, 100, 255)
+        if stride > WIDTH * 4:  # the padding after each line is left alone
+            assert data[WIDTH * 4 : stride] == b"\xaa" * (stride - WIDTH * 4)
+    assert sink.frames_written == 1
+    blank = device.read_bytes()
+    assert all(value == 0 for value in blank)  # stop() blanks the screen
+
+
+@pytest.mark.parametrize("stride", [WIDTH * 2, WIDTH * 2 + 6])
+def test_rgb565_pixels_land_little_endian_with_red_on_top(tmp_path: Path, stride: int) -> None:
+    device, sysfs = fake_fb(tmp_path, 16, stride)
+    with FramebufferSink(device, sysfs_dir=sysfs) as sink:
+        sink.write(frame_of(marked_image()))
+        data = device.read_bytes()
+    assert pixel16(data, stride, 0, 0) == 0x001F  # blue: the low five bits
+    assert pixel16(data, stride, 7, 1) == 0xF800  # red: the top five bits
+    assert pixel16(data, stride, 2, 3) == rgb565(248, 128, 16)
+    assert data[stride * 1 + 7 * 2 : stride * 1 + 8 * 2] == b"\x00\xf8"  # little-endian bytes
+
+
+def test_a_frame_is_letterboxed_and_can_be_flipped(tmp_path: Path) -> None:
+    device, sysfs = fake_fb(tmp_path, 32, 16 * 4, size=(16, 4))
+    image = np.zeros((4, 8, 3), np.uint8)
+    image[:, 0] = (0, 255, 0)  # a green left column
+    with FramebufferSink(device, sysfs_dir=sysfs, flip=True) as sink:
+        sink.write(frame_of(image))
+        data = device.read_bytes()
+    assert pixel32(data, 64, 0, 0) == (0, 0, 0, 255)  # black bar on the left
+    assert pixel32(data, 64, 3, 0) == (0, 0, 0, 255)
+    assert pixel32(data, 64, 11, 1) == (0, 255, 0, 255)  # the flipped left column: x = 4 + 7
+    assert pixel32(data, 64, 12, 1) == (0, 0, 0, 255)
+
+
+def test_rgb565_conversion_matches_the_bit_layout() -> None:
+    image = np.array([[[0, 0, 255], [0, 255, 0], [255, 0, 0], [255, 255, 255]]], np.uint8)
+    assert bgr_to_rgb565(image).tolist() == [[0xF800, 0x07E0, 0x001F, 0xFFFF]]
+
+
+def test_unsupported_depth_and_missing_device_are_one_clear_error(tmp_path: Path) -> None:
+    device, sysfs = fake_fb(tmp_path, 24, WIDTH * 3)
+    with pytest.raises(OutputError, match="24 bits per pixel"):
+        FramebufferSink(device, sysfs_dir=sysfs).start()
+    (sysfs / "bits_per_pixel").write_text("32")
+    (sysfs / "stride").write_text(str(WIDTH * 4))
+    with pytest.raises(OutputError, match="cannot be opened"):
+        FramebufferSink(tmp_path / "nothing", sysfs_dir=sysfs).start()
+
+
+def test_open_display_picks_the_framebuffer_or_runs_headless(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    device, sysfs = fake_fb(tmp_path, 32, WIDTH * 4)
+    spec = DisplaySpec(kind="framebuffer")
+    sink = open_display(spec, sysfs_root=sysfs.parent, device=str(device))
+    assert isinstance(sink, FramebufferSink)
+    assert open_display(DisplaySpec(kind="none")) is None
+    assert open_display(DisplaySpec(connector="headless")) is None
+    with caplog.at_level(logging.WARNING):
+        missing = open_display(spec, sysfs_root=sysfs.parent, device=str(tmp_path / "fb7"))
+    assert missing is None
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "running headless" in warnings[0].getMessage()
+
+
+def test_sdl_sink_shows_frames_on_the_dummy_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    if importlib.util.find_spec("pygame") is None:
+        pytest.skip("pygame is not installed (the display extra)")
+    from appliance.media.sdl_sink import SdlSink
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    image = np.zeros((60, 80, 3), np.uint8)
+    image[:, :40] = (255, 0, 0)  # left half blue
+    image[:, 40:] = (0, 0, 255)  # right half red
+    sink = SdlSink(fullscreen=False, size=(160, 120))
+    with sink:
+        assert sink.driver == "dummy"
+        assert sink.size == (160, 120)
+        sink.write(frame_of(image))
+        pygame = sink._pygame
+        surface = pygame.display.get_surface()
+        assert tuple(surface.get_at((10, 60)))[:3] == (0, 0, 255)  # RGB: blue on the left
+        assert tuple(surface.get_at((150, 60)))[:3] == (255, 0, 0)  # red on the right
+    assert sink.frames_written == 1
+    assert not pygame.display.get_init()  # stop() let the display go
+
+
+def test_open_display_gives_an_sdl_sink_when_asked() -> None:
+    sink = open_display(DisplaySpec(kind="sdl"))
+    if importlib.util.find_spec("pygame") is None:
+        assert sink is None
+    else:
+        assert sink is not None and type(sink).__name__ == "SdlSink"
+
+
+@pytest.fixture(scope="module")
+def overlays(store: ModelStore) -> Overlays:
+    return Overlays(store.path("label_font"))
+
+
+def test_screens_are_bgr_images_with_text_in_the_middle(overlays: Overlays) -> None:
+    info = FirstBootInfo("192.168.1.23", "https://192.168.1.23:8443/admin", "tiger-42-maple")
+    for screen in (
+        overlays.idle_screen((640, 360)),
+        overlays.camera_lost_screen((640, 360)),
+        overlays.first_boot_screen((640, 360), info),
+    ):
+        assert screen.shape == (360, 640, 3) and screen.dtype == np.uint8
+        bright = screen.max(axis=2) > 200
+        assert bright.any()
+        ys, xs = np.nonzero(bright)
+        assert 60 < ys.mean() < 300 and 160 < xs.mean() < 480  # centred text
+        assert not bright[:20].any()  # margins stay background
+
+
+def test_screens_are_localisable_and_cached_copies(store: ModelStore) -> None:
+    chinese = Overlays(store.path("label_font"), ScreenTexts(idle="请靠近一点"))
+    english = Overlays(store.path("label_font"))
+    a = chinese.idle_screen((320, 180))
+    assert not np.array_equal(a, english.idle_screen((320, 180)))
+    a[:] = 0  # callers may draw on what they get
+    assert chinese.idle_screen((320, 180)).any()
+
+
+def test_screen_feed_shows_a_screen_until_hidden(overlays: Overlays) -> None:
+    sink = NullSink()
+    sink.start()
+    with ScreenFeed([sink], period_s=0.01) as feed:
+        feed.show(overlays.camera_lost_screen((64, 48)))
+        assert wait_for(lambda: sink.frames_written >= 3)
+        feed.hide()
+        after = sink.frames_written
+        assert not feed.showing
+    assert sink.frames_written == after  # nothing written once hidden
+    sink.close()
