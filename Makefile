@@ -11,7 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
-	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,eval,convert]'
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,eval,convert,display]'
 	@touch $@
 
 models: $(BIN)/.installed

@@ -32,6 +32,8 @@ from appliance.hardware.runtime import RuntimeChoice
 from appliance.hardware.thermal_action import ThermalAction
 from appliance.hardware.thermal_gate import ThermalGate
 from appliance.media.camera_source import CameraSource
+from appliance.media.display_screens import CameraLostScreen
+from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
 from appliance.modelstore import ModelStore
@@ -58,6 +60,9 @@ class SessionOptions:
     settings_path: Path | None = None  # where the admin UI saves settings
     announce: Callable[[str], None] | None = None  # shows the first-start admin password
     extra_sinks: Sequence[FrameSink] = field(default_factory=tuple)
+    live: bool | None = None  # a live camera (liveness gate on); None: a CameraSource is one
+    display: FrameSink | None = None  # the HDMI screen: first output, camera-lost screen
+    overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
 
 
 class FpsCaps:
@@ -91,7 +96,7 @@ class MirrorSession:
         self.settings = settings
         self.choice = choice
         self.options = options
-        self.live = isinstance(source, CameraSource)
+        self.live = isinstance(source, CameraSource) if options.live is None else options.live
         liveness = settings.liveness if self.live else None
         processor = build_processor(
             settings, store, options.identity, runtime=choice, liveness=liveness
@@ -99,6 +104,13 @@ class MirrorSession:
         self.processor = processor
         self.telemetry = Telemetry()
         sinks = list(options.extra_sinks)
+        self.camera_screen: CameraLostScreen | None = None
+        if options.display is not None:
+            sinks.insert(0, options.display)  # first: READY and WATCHDOG follow what it shows
+            if options.overlays is not None:
+                self.camera_screen = CameraLostScreen(
+                    [options.display], options.overlays, source.size
+                )
         self.control = None
         stage = processor
         if options.web:
@@ -147,6 +159,8 @@ class MirrorSession:
         self._stoppers.append(self.governor.stop)
         self.panel = GpioPanel.open(self.profile.gpio, self._callbacks())
         self._stoppers.append(self.panel.close)
+        if self.camera_screen is not None:
+            self._stoppers.append(self.camera_screen.close)
         if self.control is not None:
             self._start_web()
 
@@ -180,10 +194,14 @@ class MirrorSession:
         self.telemetry.set_liveness(counts.live, counts.unverified, counts.mode)
         if self.panel is not None:
             self.panel.show(self.light(snap))
+        if self.camera_screen is not None and snap.running:
+            self.camera_screen.update(snap.camera.connected)
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:
         """Frames the display (the first output sink) has written; all frames out without one."""
+        if self.options.display is not None:
+            return self.options.display.frames_written  # also the screens shown between frames
         names = self.runner.sink_names
         sink = snap.sinks.get(names[0]) if names else None
         return snap.frames_out if sink is None else sink.written

@@ -35,7 +35,9 @@ def exec_start(profile: HardwareProfile, layout: Layout) -> str:
         str(layout.venv / "bin" / "mirror"),
         "run",
         "--source",
-        str(capture.device),
+        "camera",  # the profile's camera: V4L2, Picamera2 or Jetson CSI, mirrored
+        "--display",
+        "auto",  # the profile's HDMI screen
         "--size",
         capture.resolution,
         "--fps",

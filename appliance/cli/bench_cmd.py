@@ -20,9 +20,9 @@ from typing import Any
 
 from appliance.cli.bench_liveness_cmd import add_liveness_arguments, bench_liveness
 from appliance.cli.common import add_config_argument, load_cli_settings
-from appliance.cli.run_cmd import parse_size
 from appliance.errors import ConfigError, OutputError
 from appliance.media.live_clip import JpegClip
+from appliance.media.sizes import parse_size
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
 from appliance.pipeline.bench import STAGES, VARIANTS, VariantResult, run_variant

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import signal
 import sys
 import threading
@@ -30,8 +29,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from appliance.cli.common import add_config_argument, load_cli_settings
+from appliance.cli.run_io import open_run_display, open_run_source
+from appliance.cli.run_report import status_line, summary_line
 from appliance.config import Settings
 from appliance.errors import BackendFallbackWarning, ConfigError
+from appliance.hardware.catalog import load_profiles
 from appliance.hardware.runtime import (
     RuntimeChoice,
     choose_for_device,
@@ -41,11 +43,9 @@ from appliance.hardware.runtime import (
 from appliance.media.null_sink import NullSink
 from appliance.media.preview_server import PreviewServer
 from appliance.media.sink_base import FrameSink
-from appliance.media.sources import open_source
 from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir
-from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.session import MirrorSession, SessionOptions
 
 logger = logging.getLogger(__name__)
@@ -53,19 +53,13 @@ logger = logging.getLogger(__name__)
 POLL_S = 0.2  # how often the main thread checks whether the run ended
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d{2,5})x(\d{2,5})", text.strip())
-    if not match:
-        raise ConfigError(f"size must look like 640x480, got {text!r}")
-    return int(match.group(1)), int(match.group(2))
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("run", help="run the mirror: source -> swap -> outputs")
     parser.add_argument(
         "--source",
         default="demo",
-        help="demo (default), a video file, or a camera index or /dev/videoN",
+        help="demo (default), a video file, a camera index or /dev/videoN, or camera "
+        "(the profile's camera)",
     )
     parser.add_argument(
         "--identity",
@@ -93,6 +87,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--no-web", action="store_true", help="do not serve the admin page (see web.yaml)"
+    )
+    parser.add_argument(
+        "--display",
+        choices=("none", "auto"),
+        default="none",
+        help="none (default): no screen; auto: the profile's HDMI screen (framebuffer or SDL)",
     )
     add_config_argument(parser)
     parser.set_defaults(handler=_run)
@@ -127,30 +127,6 @@ def _stop_on_sigterm(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f} ms"
-
-
-def status_line(snap: TelemetrySnapshot) -> str:
-    return (
-        f"mirror: {snap.input_fps:.1f} fps in, {snap.output_fps:.1f} fps out, "
-        f"end to end p95 {_ms(snap.e2e_ms.p95)}, {snap.faces} face(s), "
-        f"{snap.mode}, {snap.quality}, camera {'ok' if snap.camera.connected else 'lost'}, "
-        f"thermal {snap.thermal.state.lower()}"
-    )
-
-
-def summary_line(snap: TelemetrySnapshot, reason: str) -> str:
-    drops = ", ".join(f"{k} {v}" for k, v in sorted(snap.drops.items())) or "none"
-    fps = snap.frames_out / snap.uptime_s if snap.uptime_s > 0 else 0.0
-    return (
-        f"mirror: {snap.frames_in} frames captured, {snap.frames_out} shown "
-        f"({snap.swapped} swapped) in {snap.uptime_s:.1f} s, {fps:.1f} fps; "
-        f"end to end p50 {_ms(snap.e2e_ms.p50)}, p95 {_ms(snap.e2e_ms.p95)}; "
-        f"dropped: {drops}; errors {snap.error_count()}; ended: {reason}"
-    )
-
-
 def _choose(args: argparse.Namespace, store: ModelStore, settings: Settings) -> RuntimeChoice:
     """Make the runtime choice and print it as one block."""
     choice = choose_for_device(store, override=args.profile)
@@ -172,9 +148,11 @@ def _run_mirror(args: argparse.Namespace) -> int:
     store = ModelStore()
     choice = _choose(args, store, settings)
     settings = with_target_fps(settings, choice)
-    source = open_source(args.source, size=parse_size(args.size), fps=args.fps, frames=args.frames)
+    profile = load_profiles()[choice.profile]
+    source, live = open_run_source(args, profile)
     if args.loop and hasattr(source, "loop"):
         source.loop = True
+    display, overlays = open_run_display(args, profile, store)
     options = SessionOptions(
         identity=args.identity,
         frame_limit=args.frames,
@@ -182,6 +160,9 @@ def _run_mirror(args: argparse.Namespace) -> int:
         settings_path=args.config or data_dir() / "config.yaml",
         announce=_announce_password,
         extra_sinks=_sinks(args, source.fps),
+        live=live,
+        display=display,
+        overlays=overlays,
     )
     session = MirrorSession(settings, store, choice, source, options)
     if not session.live:

@@ -1,0 +1,97 @@
+"""What the HDMI screen shows besides the mirror: the first-boot notice, the camera-lost screen.
+
+``FirstBootScreen`` wraps the display sink: while provisioning's one-time
+password notice (``web/first-boot.txt``) exists, the screen shows where the
+admin page is and the password instead of the mirror; the first password
+change deletes the notice and the mirror appears. ``CameraLostScreen`` shows
+its screen through a ``ScreenFeed`` while the camera is gone (the pipeline
+writes nothing then) and hides it as soon as frames come again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from pathlib import Path
+
+from appliance.media.overlays import FirstBootInfo, Overlays
+from appliance.media.screen_feed import ScreenFeed
+from appliance.media.sink_base import FrameSink
+from appliance.pipeline.frames import Frame
+
+logger = logging.getLogger(__name__)
+
+_PASSWORD = re.compile(r"^password:\s*(\S+)\s*$", re.MULTILINE)
+
+
+def device_ip() -> str:
+    """This device's LAN address (no packet is sent: a UDP socket is only pointed outwards)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def one_time_password(notice: Path) -> str | None:
+    """The password in provisioning's first-boot notice, or None without a notice."""
+    try:
+        text = notice.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    match = _PASSWORD.search(text)
+    return match.group(1) if match else None
+
+
+class FirstBootScreen(FrameSink):
+    """The display sink, showing the first-boot notice until the first admin login."""
+
+    def __init__(self, inner: FrameSink, overlays: Overlays, notice: Path, port: int) -> None:
+        super().__init__()
+        self.inner = inner
+        self.overlays = overlays
+        self.notice = notice
+        self.port = port
+
+    def __repr__(self) -> str:
+        return f"FirstBootScreen({self.inner!r})"
+
+    def _on_start(self) -> None:
+        self.inner.start()
+
+    def _on_stop(self) -> None:
+        self.inner.stop()
+
+    def _on_close(self) -> None:
+        self.inner.close()
+
+    def _write(self, frame: Frame) -> None:
+        password = one_time_password(self.notice)
+        if password is not None:
+            ip = device_ip()
+            info = FirstBootInfo(ip, f"http://{ip}:{self.port}/", password)
+            size = (frame.image.shape[1], frame.image.shape[0])
+            screen = self.overlays.first_boot_screen(size, info)
+            frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
+        self.inner.write(frame)
+
+
+class CameraLostScreen:
+    """Shows the camera-lost screen on ``sinks`` while the camera is gone (main thread)."""
+
+    def __init__(self, sinks: list[FrameSink], overlays: Overlays, size: tuple[int, int]) -> None:
+        self.feed = ScreenFeed(sinks)
+        self.overlays = overlays
+        self.size = size
+
+    def update(self, camera_connected: bool) -> None:
+        if not camera_connected and not self.feed.showing:
+            logger.info("camera lost: showing the camera screen")
+            self.feed.show(self.overlays.camera_lost_screen(self.size))
+        elif camera_connected and self.feed.showing:
+            self.feed.hide()
+
+    def close(self) -> None:
+        self.feed.hide()
