@@ -21,17 +21,13 @@ import logging
 import threading
 from typing import Protocol
 
-import cv2
-
 from appliance.hardware.governor import ThermalState
 from appliance.hardware.thermal_action import ThermalAction
-from appliance.pipeline.frames import Frame, Image
+from appliance.media.overlays import draw_notice
+from appliance.pipeline.frames import Frame
 from appliance.pipeline.quality import QualityLevel
 
 logger = logging.getLogger(__name__)
-
-NOTICE_DIM = 0.45  # the frame behind the notice keeps this much of its brightness
-NOTICE_HEIGHT = 0.06  # text height as a share of the frame's height
 
 
 class TunableProcessor(Protocol):
@@ -45,22 +41,6 @@ class TunableProcessor(Protocol):
     def process(self, frame: Frame) -> Frame: ...
 
     def reset(self) -> None: ...
-
-
-def draw_notice(image: Image, text: str) -> None:
-    """Dim ``image`` in place and write ``text`` across its middle (ASCII text)."""
-    cv2.convertScaleAbs(image, dst=image, alpha=NOTICE_DIM, beta=0.0)
-    height, width = image.shape[:2]
-    font = cv2.FONT_HERSHEY_SIMPLEX
-    scale = max(0.4, height * NOTICE_HEIGHT / 22.0)  # Hershey simplex caps are ~22 px at 1.0
-    thickness = max(1, round(scale * 2))
-    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
-    if text_w > width * 0.9:
-        scale *= width * 0.9 / text_w
-        thickness = max(1, round(scale * 2))
-        (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
-    origin = ((width - text_w) // 2, (height + text_h) // 2)
-    cv2.putText(image, text, origin, font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
 
 
 class ThermalGate:

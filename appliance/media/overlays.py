@@ -1,9 +1,14 @@
-"""Full screens the mirror shows instead of the camera: first boot, idle, camera lost.
+"""What the mirror draws for people besides the swap: screens and the cooling notice.
 
-Drawn with Pillow in the label's CJK font (``store.path("label_font")``), so
+Full screens shown instead of the camera (first boot, idle, camera lost) are
+drawn with Pillow in the label's CJK font (``store.path("label_font")``), so
 any text the font covers can be shown; ``ScreenTexts`` holds the words, to be
 localised. Each screen is rendered once per (screen, size) and returned as a
-BGR image; callers copy it before drawing on it.
+BGR image; callers copy it before drawing on it. ``draw_notice`` dims a frame
+and writes the cooling notice on it (the thermal gate's CRITICAL state). The
+AI-generated label and the liveness prompt are both drawn by ``Labeler``
+(``appliance/vision/label.py``): one drawing code, the prompt being a labeler
+with its own text.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 from PIL import Image as PilImage
 from PIL import ImageDraw, ImageFont
@@ -128,3 +134,23 @@ class Overlays:
             return ImageFont.truetype(str(self.font_path), size)
         except OSError as exc:
             raise ModelError(f"overlay font {self.font_path} cannot be loaded: {exc}") from exc
+
+
+NOTICE_DIM = 0.45  # the frame behind the cooling notice keeps this much of its brightness
+NOTICE_HEIGHT = 0.06  # notice text height as a share of the frame's height
+
+
+def draw_notice(image: Image, text: str) -> None:
+    """Dim ``image`` in place and write ``text`` across its middle (ASCII text)."""
+    cv2.convertScaleAbs(image, dst=image, alpha=NOTICE_DIM, beta=0.0)
+    height, width = image.shape[:2]
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    scale = max(0.4, height * NOTICE_HEIGHT / 22.0)  # Hershey simplex caps are ~22 px at 1.0
+    thickness = max(1, round(scale * 2))
+    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
+    if text_w > width * 0.9:
+        scale *= width * 0.9 / text_w
+        thickness = max(1, round(scale * 2))
+        (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
+    origin = ((width - text_w) // 2, (height + text_h) // 2)
+    cv2.putText(image, text, origin, font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
