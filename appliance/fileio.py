@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from appliance.errors import OutputError
@@ -33,3 +35,43 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+_CHUNK = 1 << 20
+
+
+def copy_verified(
+    source: Path,
+    target: Path,
+    check: Callable[[str], None],
+    mode: int = 0o644,
+    on_bytes: Callable[[int], None] | None = None,
+) -> None:
+    """Copy ``source`` to ``target`` atomically, hashing it on the way.
+
+    ``check`` gets the copy's sha256 before the copy takes ``target``'s place:
+    it raises to refuse it, and then ``target`` is left as it was.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+                if on_bytes is not None:
+                    on_bytes(len(chunk))
+            out.flush()
+            os.fsync(out.fileno())
+        check(digest.hexdigest())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)

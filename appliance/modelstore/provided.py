@@ -10,16 +10,13 @@ uses the geometric swapper and says why.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appliance.errors import ModelHashError, OutputError
+from appliance.errors import ModelHashError
+from appliance.fileio import copy_verified
 from appliance.modelstore.manifest import ProvidedFile
 from appliance.modelstore.store import ModelStore
 
@@ -69,32 +66,7 @@ def install_provided(
 
 def _install(target: Path, source: Path, spec: ProvidedFile, key: str) -> None:
     """Stream ``source`` into ``target`` (atomically), hashing it on the way."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    try:
-        actual = _copy_hashing(source, fd)
-        _check(actual, spec, key, source)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        raise OutputError(f"cannot install {target}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-
-
-def _copy_hashing(source: Path, fd: int) -> str:
-    digest = hashlib.sha256()
-    with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
-        while chunk := src.read(_CHUNK):
-            digest.update(chunk)
-            dst.write(chunk)
-        dst.flush()
-        os.fsync(dst.fileno())
-    return digest.hexdigest()
+    copy_verified(source, target, lambda actual: _check(actual, spec, key, source), 0o644)
 
 
 def _check(actual: str, spec: ProvidedFile, key: str, source: Path) -> None:
