@@ -32,7 +32,7 @@ from appliance.hardware.runtime import RuntimeChoice
 from appliance.hardware.thermal_action import ThermalAction
 from appliance.hardware.thermal_gate import ThermalGate
 from appliance.media.camera_source import CameraSource
-from appliance.media.display_screens import CameraLostScreen
+from appliance.media.display_screens import CameraLostScreen, FirstBootScreen
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
@@ -196,6 +196,8 @@ class MirrorSession:
             self.panel.show(self.light(snap))
         if self.camera_screen is not None and snap.running:
             self.camera_screen.update(snap.camera.connected)
+        if isinstance(self.options.display, FirstBootScreen):
+            self.options.display.idle = snap.mode == "idle"
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:

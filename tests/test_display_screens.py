@@ -52,6 +52,23 @@ def test_the_first_boot_notice_shows_until_the_first_login(
     assert one_time_password(notice) is None
 
 
+def test_the_idle_screen_shows_while_nobody_is_there(overlays: Overlays, tmp_path: Path) -> None:
+    screen = Recorder()
+    sink = FirstBootScreen(screen, overlays, tmp_path / "no-notice.txt", 8000)
+    room = np.full((240, 320, 3), 120, np.uint8)
+    with sink:
+        sink.idle = True
+        sink.write(Frame(room.copy(), 0, 0))  # nobody: the idle screen
+        visitor = Frame(room.copy(), 1, 1)
+        visitor.faces = 1
+        sink.write(visitor)  # a face: the mirror at once, even before idle mode ends
+        sink.idle = False
+        sink.write(Frame(room.copy(), 2, 2))
+    idle, face, after = screen.images
+    assert not np.array_equal(idle, room)
+    assert np.array_equal(face, room) and np.array_equal(after, room)
+
+
 def test_the_camera_screen_shows_while_the_camera_is_gone(overlays: Overlays) -> None:
     screen = Recorder()
     screen.start()

@@ -3,7 +3,9 @@
 ``FirstBootScreen`` wraps the display sink: while provisioning's one-time
 password notice (``web/first-boot.txt``) exists, the screen shows where the
 admin page is and the password instead of the mirror; the first password
-change deletes the notice and the mirror appears. ``CameraLostScreen`` shows
+change deletes the notice and the mirror appears. While ``idle`` is set
+(nobody in view: the pipeline's idle mode) it shows the idle screen instead,
+and the mirror comes back with the first frame that has a face. ``CameraLostScreen`` shows
 its screen through a ``ScreenFeed`` while the camera is gone (the pipeline
 writes nothing then) and hides it as soon as frames come again.
 """
@@ -46,7 +48,8 @@ def one_time_password(notice: Path) -> str | None:
 
 
 class FirstBootScreen(FrameSink):
-    """The display sink, showing the first-boot notice until the first admin login."""
+    """The display sink, showing the first-boot notice until the first admin login, and the
+    idle screen while nobody is in view."""
 
     def __init__(self, inner: FrameSink, overlays: Overlays, notice: Path, port: int) -> None:
         super().__init__()
@@ -54,6 +57,7 @@ class FirstBootScreen(FrameSink):
         self.overlays = overlays
         self.notice = notice
         self.port = port
+        self.idle = False  # set from the main thread: the pipeline's idle mode
 
     def __repr__(self) -> str:
         return f"FirstBootScreen({self.inner!r})"
@@ -74,6 +78,10 @@ class FirstBootScreen(FrameSink):
             info = FirstBootInfo(ip, f"http://{ip}:{self.port}/", password)
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.first_boot_screen(size, info)
+            frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
+        elif self.idle and not frame.faces:
+            size = (frame.image.shape[1], frame.image.shape[0])
+            screen = self.overlays.idle_screen(size).copy()
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
         self.inner.write(frame)
 
