@@ -144,6 +144,7 @@ class MirrorSession:
             self.profile, settings, telemetry=self.telemetry, on_action=self._thermal
         )
         self.panel: GpioPanel | None = None
+        self.nobody = False  # the PIR sensor saw no motion for its idle time
         self.web_url = ""
         self._server: object | None = None
         self._stoppers: list[Callable[[], object]] = []
@@ -197,7 +198,7 @@ class MirrorSession:
         if self.camera_screen is not None and snap.running:
             self.camera_screen.update(snap.camera.connected)
         if isinstance(self.options.display, FirstBootScreen):
-            self.options.display.idle = snap.mode == "idle"
+            self.options.display.idle = snap.mode == "idle" or self.nobody
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:
@@ -255,9 +256,14 @@ class MirrorSession:
         return GpioCallbacks(
             next_identity=self._next_identity,
             toggle_swapping=self._toggle_swapping,
-            wake=lambda: self.caps.set("no motion", None),
-            idle=lambda: self.caps.set("no motion", self.settings.pipeline.idle_fps),
+            wake=lambda: self._motion(True),
+            idle=lambda: self._motion(False),
         )
+
+    def _motion(self, present: bool) -> None:
+        """The PIR sensor: nobody for a while idles processing and shows the idle screen."""
+        self.nobody = not present
+        self.caps.set("no motion", None if present else self.settings.pipeline.idle_fps)
 
     def _next_identity(self) -> None:
         if self.control is None:

@@ -69,3 +69,7 @@ def test_mirror_run_serves_the_admin_page_and_announces_the_password(
     assert proc.returncode == 0, err
     assert err.count("admin password (first start") == 1
     assert (web / "auth.json").stat().st_mode & 0o777 == 0o600
+    password = err.split("at first login): ")[1].split()[0]
+    notice = web / "first-boot.txt"  # for the screen, until the first login
+    assert notice.stat().st_mode & 0o777 == 0o600
+    assert f"password: {password}" in notice.read_text(encoding="utf-8")

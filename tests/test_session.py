@@ -89,3 +89,12 @@ def test_the_light_follows_the_thermal_state(store: ModelStore, state: ThermalSt
     session = session_for(store, source)
     session.telemetry.set_thermal(state.label, 85.0, "test")
     assert session.light() == "critical"
+
+
+def test_no_motion_idles_processing_and_motion_wakes_it(store: ModelStore) -> None:
+    source = DemoSource(np.full((240, 320, 3), 90, np.uint8), size=(320, 240), frames=5)
+    session = session_for(store, source)
+    session._motion(False)  # the PIR callback after T s without motion
+    assert session.nobody and session.controller._cap_ns > 0
+    session._motion(True)
+    assert not session.nobody and session.controller._cap_ns == 0

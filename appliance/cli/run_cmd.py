@@ -33,6 +33,7 @@ from appliance.cli.run_io import open_run_display, open_run_source
 from appliance.cli.run_report import status_line, summary_line
 from appliance.config import Settings
 from appliance.errors import BackendFallbackWarning, ConfigError
+from appliance.fileio import atomic_write_text
 from appliance.hardware.catalog import load_profiles
 from appliance.hardware.runtime import (
     RuntimeChoice,
@@ -47,6 +48,8 @@ from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir
 from appliance.session import MirrorSession, SessionOptions
+from web_ui.auth_store import FIRST_BOOT_NAME, USERNAME
+from web_ui.config import web_dir
 
 logger = logging.getLogger(__name__)
 
@@ -187,12 +190,16 @@ def _run_mirror(args: argparse.Namespace) -> int:
 
 
 def _announce_password(password: str) -> None:
-    """The admin page's first-start password, once, on the console (the display shows it too)."""
+    """The admin page's first-start password, once, on the console, and on the display until
+    the first login (the same notice provisioning leaves; the first password change removes it).
+    """
     print(
         f"mirror: admin password (first start; you must change it at first login): {password}",
         file=sys.stderr,
         flush=True,
     )
+    notice = f"user: {USERNAME}\npassword: {password}\n"
+    atomic_write_text(web_dir() / FIRST_BOOT_NAME, notice, mode=0o600)
 
 
 def _watch(session: MirrorSession, stop: threading.Event, every_s: float) -> None:
