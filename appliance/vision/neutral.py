@@ -13,6 +13,7 @@ import logging
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 
 from appliance.vision.mesh import CHIN, FOREHEAD
 from appliance.vision.types import FloatArray
@@ -26,9 +27,14 @@ LOWER_OUTER = (61, 146, 91, 181, 84, 17, 314, 405, 321, 375, 291)
 CLOSED_GAP = 0.015  # lip gap under this share of the face height counts as closed
 
 
-def mouth_gap(points: FloatArray) -> float:
+def face_height(points: npt.NDArray[np.floating]) -> float:
+    """Forehead to chin on the mesh, in pixels: the scale face measures are taken in."""
+    return float(np.linalg.norm(points[FOREHEAD, :2] - points[CHIN, :2]))
+
+
+def mouth_gap(points: npt.NDArray[np.floating]) -> float:
     """The gap between the lips at their centre, as a share of the face height."""
-    face = float(np.linalg.norm(points[FOREHEAD, :2] - points[CHIN, :2]))
+    face = face_height(points)
     gap = float(np.linalg.norm(points[13, :2] - points[14, :2]))
     return gap / face if face > 0 else 0.0
 

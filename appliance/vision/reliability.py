@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from appliance.vision.mesh import CHIN, FACE_OVAL, FOREHEAD
+from appliance.vision.mesh import FACE_OVAL
+from appliance.vision.neutral import face_height
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def yaw_degrees(rotation: np.ndarray) -> float:
 
 def swap_weight(points: FloatArray, shape: tuple[int, ...], yaw_deg: float) -> float:
     """0 to 1: how fully to swap this face, from the worst of its three scores."""
-    height = float(np.linalg.norm(points[FOREHEAD, :2] - points[CHIN, :2]))
+    height = face_height(points)
     return min(
         ramp(border_margin(points, shape), BORDER_NONE, BORDER_FULL),
         ramp(yaw_deg, YAW_NONE, YAW_FULL),

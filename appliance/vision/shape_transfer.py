@@ -27,16 +27,12 @@ import numpy as np
 
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
-    CHIN,
     FACE_OVAL,
-    FOREHEAD,
     LEFT_EYE_EAR,
-    LOWER_LIP,
     OUTER_LIPS,
     RIGHT_EYE_EAR,
-    UPPER_LIP,
 )
-from appliance.vision.neutral import close_mouth
+from appliance.vision.neutral import close_mouth, face_height, mouth_gap
 from appliance.vision.pose3d import F64, RIGID_POINTS, Similarity, similarity
 from appliance.vision.types import FloatArray
 
@@ -59,10 +55,8 @@ def eye_aspect_ratio(points: FloatArray | F64, ring: tuple[int, ...]) -> float:
 def looks_neutral(points: FloatArray | F64) -> bool:
     """Mouth closed and both eyes open."""
     p = np.asarray(points, np.float64)
-    face = float(np.linalg.norm(p[FOREHEAD, :2] - p[CHIN, :2]))
-    gap = float(np.linalg.norm(p[UPPER_LIP, :2] - p[LOWER_LIP, :2]))
     eyes = min(eye_aspect_ratio(p, RIGHT_EYE_EAR), eye_aspect_ratio(p, LEFT_EYE_EAR))
-    return face > 0 and gap / face < MOUTH_CLOSED and eyes > EYES_OPEN
+    return face_height(p) > 0 and mouth_gap(p) < MOUTH_CLOSED and eyes > EYES_OPEN
 
 
 def outline_weights(points: FloatArray, band: float, mouth_keep: float = MOUTH_KEEP) -> F64:
@@ -75,7 +69,7 @@ def outline_weights(points: FloatArray, band: float, mouth_keep: float = MOUTH_K
     t = np.clip((rel * seg).sum(axis=2) / np.maximum((seg**2).sum(axis=1), 1e-9), 0.0, 1.0)
     nearest = edges_a[None] + t[..., None] * seg[None]
     dist = np.linalg.norm(xy[:, None, :] - nearest, axis=2).min(axis=1)
-    height = float(np.linalg.norm(xy[FOREHEAD] - xy[CHIN])) or 1.0
+    height = face_height(points) or 1.0
     x = np.clip(dist / (band * height), 0.0, 1.0)
     weights: F64 = x * x * (3 - 2 * x)
     weights[list(FACE_OVAL)] = 0.0
