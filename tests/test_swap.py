@@ -91,9 +91,12 @@ def run_hand_over(
     """Feed one face's eye openness at 30 fps; what shows of the visitor's own eyes."""
     series = iter(ear for ear in ears for _ in range(2))  # both eyes alike
     monkeypatch.setattr(eye_handover, "eye_aspect_ratio", lambda points, ring: next(series))
-    hand_over = EyeHandOver(mode)  # type: ignore[arg-type]
+    hand_over = EyeHandOver()
     points = np.zeros((478, 3), np.float32)
-    return [hand_over.own_eyes(1, points, i * 33_333_333) for i in range(len(ears))]
+    return [
+        hand_over.own_eyes(1, points, i * 33_333_333, mode)  # type: ignore[arg-type]
+        for i in range(len(ears))
+    ]
 
 
 def test_a_blink_shows_the_visitor_eyes_a_long_closure_does_not(

@@ -82,7 +82,7 @@ class FrameProcessor:
         self.fade = Fade()
         self.liveness = LivenessStage(liveness, labeler)
         self._colours: dict[int, ColourMemory] = {}
-        self.eyes = EyeHandOver(swapper.settings.eyes)
+        self.eyes = EyeHandOver()
 
     @property
     def max_faces(self) -> int:
@@ -176,8 +176,8 @@ class FrameProcessor:
             target = self.shaper.target(track.track_id, face.points, identity, pose, strength)
         add_stage_ms(timings, "shape", start)
         colour = self._colours.setdefault(track.track_id, ColourMemory())
-        self.eyes.mode = self.swapper.settings.eyes
-        own_eyes = self.eyes.own_eyes(track.track_id, face.points, stamp_ns)
+        mode = self.swapper.settings.eyes
+        own_eyes = self.eyes.own_eyes(track.track_id, face.points, stamp_ns, mode)
         swapped = self.swapper.swap(
             image,
             face,

@@ -32,29 +32,35 @@ def closing(ear: float) -> float:
     return float(np.clip((EYE_OPEN - ear) / (EYE_OPEN - EYE_SHUT), 0.0, 1.0))
 
 
+def own_eyes_now(visitor: FloatArray, mode: EyesMode) -> tuple[float, float]:
+    """(right, left): how much of each of the visitor's own eyes shows, by this frame alone."""
+    if mode == "visitor":
+        return 1.0, 1.0
+    if mode == "identity":
+        return 0.0, 0.0
+    right, left = (closing(eye_aspect_ratio(visitor, r)) for r in (RIGHT_EYE_EAR, LEFT_EYE_EAR))
+    return right, left
+
+
 class EyeHandOver:
     """Per-track state of the hand-over (used by one thread at a time per track)."""
 
-    def __init__(self, mode: EyesMode = "blinks") -> None:
-        self.mode = mode
+    def __init__(self) -> None:
         self._closed_since: dict[int, int] = {}
 
-    def own_eyes(self, track_id: int, visitor: FloatArray, stamp_ns: int) -> tuple[float, float]:
-        """(right, left): how much of each of the visitor's own eyes shows."""
-        if self.mode == "visitor":
-            return 1.0, 1.0
-        if self.mode == "identity":
-            return 0.0, 0.0
-        shares = [
-            closing(eye_aspect_ratio(visitor, ring)) for ring in (RIGHT_EYE_EAR, LEFT_EYE_EAR)
-        ]
-        if max(shares) < CLOSED:
+    def own_eyes(
+        self, track_id: int, visitor: FloatArray, stamp_ns: int, mode: EyesMode
+    ) -> tuple[float, float]:
+        """(right, left): how much of each of the visitor's own eyes shows, a long closure
+        giving way to the identity's eyes again."""
+        right, left = own_eyes_now(visitor, mode)
+        if mode != "blinks" or max(right, left) < CLOSED:
             self._closed_since.pop(track_id, None)
-            return shares[0], shares[1]
+            return right, left
         since = self._closed_since.setdefault(track_id, stamp_ns)
         held_s = (stamp_ns - since) / 1e9
         back = float(np.clip((held_s - HOLD_S) / FADE_S, 0.0, 1.0))
-        return shares[0] * (1 - back), shares[1] * (1 - back)
+        return right * (1 - back), left * (1 - back)
 
     def keep_only(self, track_ids: set[int]) -> None:
         for gone in set(self._closed_since) - track_ids:

@@ -32,7 +32,7 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
-from appliance.vision.eye_handover import EyeHandOver
+from appliance.vision.eye_handover import own_eyes_now
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
@@ -103,7 +103,7 @@ class GeometricSwapper:
         warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
         if own_eyes is None:
-            own_eyes = EyeHandOver(self.settings.eyes).own_eyes(0, face.points, 0)
+            own_eyes = own_eyes_now(face.points, self.settings.eyes)
         mask = self._mask(local, covered, size, identity, own_eyes)
         if in_front is not None:
             mask[in_front > 0] = 0
