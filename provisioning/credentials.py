@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from appliance.fileio import atomic_write_text
-from web_ui.auth_store import USERNAME, AuthStore
+from web_ui.auth_store import AuthStore, first_boot_notice
 from web_ui.secret_key import load_or_create_secret
 
 logger = logging.getLogger(__name__)
@@ -29,12 +29,6 @@ def create_secret_key(path: Path) -> None:
 def create_admin(auth_path: Path, first_boot_path: Path) -> str:
     """A new admin account; returns the password (shown once)."""
     password = AuthStore(auth_path).provision(must_change=True)
-    text = (
-        "Face-swap mirror: admin login for the web page\n"
-        f"user: {USERNAME}\n"
-        f"password: {password}\n"
-        "This screen goes away after the first login, which asks for a new password.\n"
-    )
-    atomic_write_text(first_boot_path, text, mode=SECRET_MODE)
+    atomic_write_text(first_boot_path, first_boot_notice(password), mode=SECRET_MODE)
     logger.info("admin account created; first-boot notice %s", first_boot_path)
     return password

@@ -29,6 +29,19 @@ MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 256
 HASH_METHOD = "scrypt"  # werkzeug's default cost: 2**15, r=8, p=1
 FIRST_BOOT_NAME = "first-boot.txt"  # provisioning's one-time password for the display
+
+
+def first_boot_notice(password: str) -> str:
+    """The text of the first-boot notice (``FIRST_BOOT_NAME``): the display reads the
+    ``password:`` line from it, and the first password change deletes it."""
+    return (
+        "Face-swap mirror: admin login for the web page\n"
+        f"user: {USERNAME}\n"
+        f"password: {password}\n"
+        "This screen goes away after the first login, which asks for a new password.\n"
+    )
+
+
 # no 0/O, 1/l/I, 5/S, 8/B: readable off a display and typeable on a phone
 ALPHABET = "abcdefghijkmnpqrstuvwxyzACDEFGHJKLMNPQRTUVWXYZ234679"
 GROUPS, GROUP_LEN = 4, 4

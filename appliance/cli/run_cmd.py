@@ -48,7 +48,7 @@ from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir
 from appliance.session import MirrorSession, SessionOptions
-from web_ui.auth_store import FIRST_BOOT_NAME, USERNAME
+from web_ui.auth_store import FIRST_BOOT_NAME, first_boot_notice
 from web_ui.config import web_dir
 
 logger = logging.getLogger(__name__)
@@ -198,8 +198,7 @@ def _announce_password(password: str) -> None:
         file=sys.stderr,
         flush=True,
     )
-    notice = f"user: {USERNAME}\npassword: {password}\n"
-    atomic_write_text(web_dir() / FIRST_BOOT_NAME, notice, mode=0o600)
+    atomic_write_text(web_dir() / FIRST_BOOT_NAME, first_boot_notice(password), mode=0o600)
 
 
 def _watch(session: MirrorSession, stop: threading.Event, every_s: float) -> None:
