@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from appliance.resources import bundled_manifest
+
 DATA_DIR_ENV = "MIRROR_DATA_DIR"
 MANIFEST_ENV = "MIRROR_MODELS_MANIFEST"
 
@@ -25,8 +27,8 @@ def model_cache_dir(base: Path | None = None) -> Path:
 
 
 def manifest_path() -> Path:
-    """The model manifest: ``$MIRROR_MODELS_MANIFEST`` or ``models/manifest.yaml``."""
+    """The model manifest: ``$MIRROR_MODELS_MANIFEST`` or the one shipped in the package."""
     configured = os.environ.get(MANIFEST_ENV)
     if configured:
         return Path(configured)
-    return REPO_ROOT / "models" / "manifest.yaml"
+    return bundled_manifest()

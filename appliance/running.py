@@ -6,7 +6,7 @@ servers, governors). ``Closing``: ``with thing:`` closes it at the end.
 
 from __future__ import annotations
 
-from typing import Self
+from typing_extensions import Self
 
 
 class StartStop:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from appliance.errors import ConfigError
 from appliance.hardware.profile import HardwareProfile
-from appliance.paths import REPO_ROOT
+from appliance.resources import bundled_profiles
 
 logger = logging.getLogger(__name__)
 
@@ -25,11 +25,11 @@ PROFILES_ENV = "MIRROR_HARDWARE_PROFILES"
 
 
 def profiles_dir() -> Path:
-    """``$MIRROR_HARDWARE_PROFILES`` or ``hardware_profiles/`` next to the package."""
+    """``$MIRROR_HARDWARE_PROFILES`` or the profiles shipped in the package."""
     configured = os.environ.get(PROFILES_ENV)
     if configured:
         return Path(configured).expanduser()
-    return REPO_ROOT / "hardware_profiles"
+    return bundled_profiles()
 
 
 def _one_line(text: object) -> str:

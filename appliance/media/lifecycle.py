@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 from types import TracebackType
-from typing import Self
+
+from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 

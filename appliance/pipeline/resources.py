@@ -17,7 +17,8 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+
+from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 

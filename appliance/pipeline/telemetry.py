@@ -16,8 +16,8 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
+from appliance.compat import StrEnum
 from appliance.pipeline.meters import LatencyWindow, RateMeter, Samples, summarise
 from appliance.pipeline.snapshot import (
     CameraSnapshot,

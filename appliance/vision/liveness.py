@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import get_args
 
+from appliance.compat import StrEnum
 from appliance.config import LivenessMode
 from appliance.errors import ConfigError
 from appliance.vision.liveness_evidence import BlinkDetector, TurnDetector

@@ -1,0 +1,1 @@
+"""The hardware profiles (``*.yaml``): package data ``appliance.data.hardware_profiles``."""

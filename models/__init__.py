@@ -1,0 +1,1 @@
+"""The model manifest (``manifest.yaml``), shipped as package data ``appliance.data.models``."""
