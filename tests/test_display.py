@@ -7,16 +7,20 @@ pixel's bytes are read back at ``y * stride + x * bytes_per_pixel``.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import logging
+import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from appliance.errors import OutputError
+from appliance.hardware.catalog import load_profiles
 from appliance.hardware.profile import DisplaySpec
 from appliance.media.display import open_display
+from appliance.media.fb_ioctl import FBIOGET_FSCREENINFO, FBIOGET_VSCREENINFO
 from appliance.media.framebuffer_sink import FramebufferSink, bgr_to_rgb565
 from appliance.media.null_sink import NullSink
 from appliance.media.overlays import FirstBootInfo, Overlays, ScreenTexts
@@ -125,6 +129,121 @@ def test_unsupported_depth_and_missing_device_are_one_clear_error(tmp_path: Path
     (sysfs / "stride").write_text(str(WIDTH * 4))
     with pytest.raises(OutputError, match="cannot be opened"):
         FramebufferSink(tmp_path / "nothing", sysfs_dir=sysfs).start()
+
+
+class DoubleBufferKernel:
+    """A kernel answering the fb ioctls as a double-buffering driver does (linux/fb.h layouts).
+
+    The visible screen is 1280x800 at 32 bpp with padded lines; the virtual one
+    is twice as tall (``yres_virtual`` 1600), which is what sysfs ``virtual_size``
+    reports. ``yoffset`` is the line the display is panned to.
+    """
+
+    XRES, YRES, YRES_VIRTUAL, LINE_LENGTH = 1280, 800, 1600, 1280 * 4 + 256
+
+    def __init__(self, yoffset: int = 0) -> None:
+        self.yoffset = yoffset
+        self.requests: list[int] = []
+
+    def __call__(self, fd: int, request: int, buffer: bytearray) -> int:
+        self.requests.append(request)
+        if request == FBIOGET_VSCREENINFO:
+            var = [0] * 40  # 40 __u32
+            var[:8] = [self.XRES, self.YRES, self.XRES, self.YRES_VIRTUAL, 0, self.yoffset, 32, 0]
+            struct.pack_into("=40I", buffer, 0, *var)
+        elif request == FBIOGET_FSCREENINFO:
+            # id[16], unsigned long smem_start, smem_len, type, type_aux, visual,
+            # xpanstep, ypanstep, ywrapstep, line_length, ... (native alignment)
+            struct.pack_into(
+                "@16sL4I3HI",
+                buffer,
+                0,
+                b"simulated-drm",
+                0,
+                self.LINE_LENGTH * self.YRES_VIRTUAL,
+                0,
+                0,
+                2,
+                1,
+                1,
+                0,
+                self.LINE_LENGTH,
+            )
+        else:
+            raise OSError(errno.ENOTTY, "Inappropriate ioctl for device")
+        return 0
+
+
+@pytest.mark.parametrize("yoffset", [0, 800])
+def test_the_visible_size_comes_from_the_kernel_not_virtual_size(
+    tmp_path: Path, yoffset: int
+) -> None:
+    kernel = DoubleBufferKernel(yoffset)
+    stride, visible, virtual = kernel.LINE_LENGTH, kernel.YRES, kernel.YRES_VIRTUAL
+    device, sysfs = fake_fb(tmp_path, 32, stride, size=(kernel.XRES, virtual))
+    image = np.full((visible, kernel.XRES, 3), 100, np.uint8)
+    image[0, 0] = (255, 0, 0)  # top left of the visible screen
+    image[visible - 1, kernel.XRES - 1] = (0, 0, 255)  # its bottom right
+    with FramebufferSink(device, sysfs_dir=sysfs, ioctl=kernel) as sink:
+        assert sink.size == (1280, 800)  # not virtual_size's 1280x1600
+        assert kernel.requests == [FBIOGET_VSCREENINFO, FBIOGET_FSCREENINFO]
+        sink.write(frame_of(image))
+        data = device.read_bytes()
+    top, bottom = yoffset, yoffset + visible - 1
+    assert pixel32(data, stride, 0, top) == (255, 0, 0, 255)
+    assert pixel32(data, stride, 1279, bottom) == (0, 0, 255, 255)
+    assert pixel32(data, stride, 640, top + 400) == (100, 100, 100, 255)  # no letterbox bars
+    assert data[top * stride + 1280 * 4 : (top + 1) * stride] == b"\xaa" * 256  # padding kept
+    other = range(visible, virtual) if yoffset == 0 else range(0, yoffset)
+    assert data[other[0] * stride : (other[-1] + 1) * stride] == b"\xaa" * (len(other) * stride)
+
+
+def test_a_plain_file_answers_no_ioctl_and_sysfs_is_read(tmp_path: Path) -> None:
+    # The fake fb0 of the other tests: the kernel's ioctl fails with ENOTTY on a file.
+    device, sysfs = fake_fb(tmp_path, 32, WIDTH * 4 + 8)
+    with FramebufferSink(device, sysfs_dir=sysfs) as sink:
+        assert sink.size == (WIDTH, HEIGHT)
+        assert sink.geometry is not None and sink.geometry.source == "sysfs"
+        assert sink.geometry.stride == WIDTH * 4 + 8
+        sink.write(frame_of(marked_image()))
+        assert pixel32(device.read_bytes(), WIDTH * 4 + 8, 7, 1) == (0, 0, 255, 255)
+
+
+def test_a_kernel_depth_the_sink_cannot_draw_is_one_clear_error(tmp_path: Path) -> None:
+    def kernel_24bpp(fd: int, request: int, buffer: bytearray) -> int:
+        DoubleBufferKernel()(fd, request, buffer)
+        if request == FBIOGET_VSCREENINFO:
+            struct.pack_into("=I", buffer, 6 * 4, 24)
+        return 0
+
+    device, sysfs = fake_fb(tmp_path, 32, WIDTH * 4)
+    with pytest.raises(OutputError, match="24 bits per pixel"):
+        FramebufferSink(device, sysfs_dir=sysfs, ioctl=kernel_24bpp).start()
+
+
+@pytest.mark.parametrize("name", ["jetson-orin-nano", "jetson-xavier-nx"])
+def test_jetson_profiles_show_through_sdl_on_kms(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # L4T 35.4 and later (JetPack 6) have no /dev/fb0: the framebuffer would mean no screen.
+    profile = load_profiles()[name]
+    assert profile.display.kind == "sdl"
+    if importlib.util.find_spec("pygame") is None:
+        pytest.skip("pygame is not installed (the display extra)")
+    from appliance.media.sdl_sink import DEFAULT_DRIVER, SdlSink
+
+    sink = open_display(profile.display)
+    assert isinstance(sink, SdlSink) and sink.fullscreen
+    assert DEFAULT_DRIVER == "kmsdrm"
+    monkeypatch.setenv("SDL_VIDEODRIVER", "unset")  # so the test's end restores the old value
+    monkeypatch.delenv("SDL_VIDEODRIVER")
+    try:
+        sink.start()  # no KMS device here: a clear error naming the driver
+    except OutputError as exc:
+        assert "kmsdrm" in str(exc)
+    else:
+        assert sink.driver == "kmsdrm"
+        sink.stop()
 
 
 def test_open_display_picks_the_framebuffer_or_runs_headless(

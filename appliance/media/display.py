@@ -24,7 +24,9 @@ def open_display(
     """A (not yet started) sink for ``spec``, or None when there is no screen to use.
 
     ``device`` overrides ``spec.device`` (tests point it at a plain file);
-    ``sysfs_root`` is where ``<fbN>/virtual_size`` and friends are read.
+    ``sysfs_root`` is where ``<fbN>/virtual_size`` and friends are read when the
+    device answers no framebuffer ioctl (a plain file). A Jetson on L4T 35.4 or
+    later has no ``/dev/fb0``: its profiles ask for ``sdl`` (KMS) instead.
     """
     if spec.kind == "none" or spec.connector == "headless":
         logger.info("no display configured: preview and admin pages only")
@@ -38,7 +40,7 @@ def open_display(
         return SdlSink(fullscreen=spec.fullscreen, size=spec.size)
     fb = Path(device if device is not None else spec.device)
     sysfs_dir = sysfs_root / fb.name
-    if not fb.exists() or not (sysfs_dir / "virtual_size").exists():
+    if not (fb.is_char_device() or (fb.exists() and (sysfs_dir / "virtual_size").exists())):
         logger.warning("framebuffer %s not found (no screen attached?): running headless", fb)
         return None
     return FramebufferSink(fb, sysfs_dir=sysfs_dir)

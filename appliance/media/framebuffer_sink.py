@@ -1,11 +1,15 @@
 """Frames on an HDMI screen through the Linux framebuffer (``/dev/fb0``, mmap).
 
-The geometry comes from sysfs (``/sys/class/graphics/fb0/``): ``virtual_size``
-("1920,1080"), ``bits_per_pixel`` (16 or 32) and ``stride`` (bytes per line,
-which may be more than width x bytes per pixel). Each frame is letterboxed to
-the screen and converted from BGR to RGB565 (little-endian, red in the top
-five bits) or XRGB8888 (bytes B, G, R, X in memory), then copied into the
-mapped memory line by line. ``stop()`` blanks the screen.
+The geometry is the visible one the kernel reports on the opened device
+(``FBIOGET_VSCREENINFO``'s ``xres`` x ``yres`` at ``xoffset``/``yoffset``,
+``FBIOGET_FSCREENINFO``'s ``line_length`` as the stride; see ``fb_ioctl``): a
+double-buffering driver's ``virtual_size`` is twice the visible height. Only
+where the device answers no fb ioctl (a plain file in tests) is sysfs read
+(``/sys/class/graphics/fb0/``: ``virtual_size``, ``bits_per_pixel``,
+``stride``). Each frame is letterboxed to the screen and converted from BGR
+to RGB565 (little-endian, red in the top five bits) or XRGB8888 (bytes B, G,
+R, X in memory), then copied into the mapped memory line by line. ``stop()``
+blanks the screen.
 
 Mirroring is done at capture (see ``mirrored_source``) so the AI label and
 prompts drawn later read the right way round; ``flip`` here is for a screen
@@ -24,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import OutputError
+from appliance.media.fb_ioctl import Ioctl, read_screen_info
 from appliance.media.letterbox import letterbox
 from appliance.media.sink_base import FrameSink
 from appliance.pipeline.frames import Frame, Image
@@ -36,12 +41,15 @@ SUPPORTED_BPP = (16, 32)
 
 @dataclass(frozen=True)
 class FramebufferGeometry:
-    """What sysfs says about one framebuffer."""
+    """The visible area of one framebuffer: size, depth, stride, and where it starts."""
 
     width: int
     height: int
     bits_per_pixel: int
     stride: int
+    x_offset: int = 0
+    y_offset: int = 0
+    source: str = "sysfs"
 
     @property
     def bytes_per_pixel(self) -> int:
@@ -49,7 +57,8 @@ class FramebufferGeometry:
 
     @property
     def map_bytes(self) -> int:
-        return self.stride * self.height
+        """Bytes mapped: every line down to the visible area's last."""
+        return self.stride * (self.y_offset + self.height)
 
 
 def _read_sysfs(sysfs_dir: Path, name: str) -> str:
@@ -59,8 +68,24 @@ def _read_sysfs(sysfs_dir: Path, name: str) -> str:
         raise OutputError(f"framebuffer {sysfs_dir / name} cannot be read: {exc}") from exc
 
 
+def _checked(geometry: FramebufferGeometry, where: object) -> FramebufferGeometry:
+    bpp, width, height = geometry.bits_per_pixel, geometry.width, geometry.height
+    if bpp not in SUPPORTED_BPP:
+        raise OutputError(
+            f"framebuffer {where} has {bpp} bits per pixel; only 16 and 32 are supported "
+            "(set another depth with fbset, or use the sdl display)"
+        )
+    row_bytes = (geometry.x_offset + width) * bpp // 8
+    if width <= 0 or height <= 0 or geometry.stride < row_bytes:
+        raise OutputError(
+            f"framebuffer {where}: bad geometry {width}x{height}"
+            f"+{geometry.x_offset}+{geometry.y_offset} stride {geometry.stride}"
+        )
+    return geometry
+
+
 def read_geometry(sysfs_dir: Path) -> FramebufferGeometry:
-    """The framebuffer's size, depth and stride from its sysfs directory."""
+    """The framebuffer's size, depth and stride from its sysfs directory (the fallback)."""
     size_text = _read_sysfs(sysfs_dir, "virtual_size")
     try:
         width, height = (int(part) for part in size_text.split(","))
@@ -68,14 +93,26 @@ def read_geometry(sysfs_dir: Path) -> FramebufferGeometry:
         stride = int(_read_sysfs(sysfs_dir, "stride"))
     except ValueError as exc:
         raise OutputError(f"framebuffer {sysfs_dir} has unreadable geometry: {exc}") from exc
-    if bpp not in SUPPORTED_BPP:
-        raise OutputError(
-            f"framebuffer {sysfs_dir} has {bpp} bits per pixel; only 16 and 32 are supported "
-            "(set another depth with fbset, or use the sdl display)"
-        )
-    if width <= 0 or height <= 0 or stride < width * bpp // 8:
-        raise OutputError(f"framebuffer {sysfs_dir}: bad geometry {width}x{height} stride {stride}")
-    return FramebufferGeometry(width, height, bpp, stride)
+    return _checked(FramebufferGeometry(width, height, bpp, stride), sysfs_dir)
+
+
+def device_geometry(
+    fd: int, device: Path, sysfs_dir: Path, ioctl: Ioctl | None = None
+) -> FramebufferGeometry:
+    """The visible geometry of the open ``fd`` from the kernel; sysfs when it has no fb ioctl."""
+    info = read_screen_info(fd) if ioctl is None else read_screen_info(fd, ioctl)
+    if info is None:
+        return read_geometry(sysfs_dir)
+    geometry = FramebufferGeometry(
+        info.xres,
+        info.yres,
+        info.bits_per_pixel,
+        info.line_length,
+        info.xoffset,
+        info.yoffset,
+        source="FBIOGET_VSCREENINFO",
+    )
+    return _checked(geometry, device)
 
 
 def bgr_to_rgb565(image: Image) -> npt.NDArray[np.uint16]:
@@ -102,15 +139,17 @@ class FramebufferSink(FrameSink):
         *,
         sysfs_dir: Path | None = None,
         flip: bool = False,
+        ioctl: Ioctl | None = None,
     ) -> None:
         super().__init__()
         self.device = Path(device)
         self.sysfs_dir = sysfs_dir if sysfs_dir is not None else SYSFS_GRAPHICS / self.device.name
         self.flip = flip
+        self._ioctl = ioctl  # None: the kernel's (fcntl.ioctl); tests simulate one
         self.geometry: FramebufferGeometry | None = None
         self._fd: int | None = None
         self._map: mmap.mmap | None = None
-        self._lines: Image | None = None  # the mapped memory as height x stride bytes
+        self._lines: Image | None = None  # the visible area: height x (width x bytes per pixel)
 
     def __repr__(self) -> str:
         return f"FramebufferSink({str(self.device)!r})"
@@ -123,7 +162,6 @@ class FramebufferSink(FrameSink):
         return self.geometry.width, self.geometry.height
 
     def _on_start(self) -> None:
-        geometry = read_geometry(self.sysfs_dir)
         try:
             fd = os.open(self.device, os.O_RDWR)
         except OSError as exc:
@@ -132,20 +170,28 @@ class FramebufferSink(FrameSink):
                 "(is the user in the video group?)"
             ) from exc
         try:
+            geometry = device_geometry(fd, self.device, self.sysfs_dir, self._ioctl)
             mapped = mmap.mmap(fd, geometry.map_bytes, mmap.MAP_SHARED, mmap.PROT_WRITE)
         except (OSError, ValueError) as exc:
             os.close(fd)
+            if isinstance(exc, OutputError):
+                raise
             raise OutputError(f"framebuffer {self.device} cannot be mapped: {exc}") from exc
         self._fd, self._map, self.geometry = fd, mapped, geometry
-        lines = np.frombuffer(mapped, np.uint8).reshape(geometry.height, geometry.stride)
-        self._lines = lines
+        lines = np.frombuffer(mapped, np.uint8).reshape(-1, geometry.stride)
+        first = geometry.x_offset * geometry.bytes_per_pixel
+        row_bytes = geometry.width * geometry.bytes_per_pixel
+        self._lines = lines[geometry.y_offset :, first : first + row_bytes]
         logger.info(
-            "framebuffer %s: %sx%s, %s bpp, stride %s",
+            "framebuffer %s: %sx%s visible at +%s+%s, %s bpp, stride %s (from %s)",
             self.device,
             geometry.width,
             geometry.height,
+            geometry.x_offset,
+            geometry.y_offset,
             geometry.bits_per_pixel,
             geometry.stride,
+            geometry.source,
         )
 
     def _write(self, frame: Frame) -> None:
@@ -159,20 +205,18 @@ class FramebufferSink(FrameSink):
         screen = letterbox(image, (geometry.width, geometry.height))
         if self.flip:
             screen = np.ascontiguousarray(screen[:, ::-1])
-        row_bytes = geometry.width * geometry.bytes_per_pixel
         if geometry.bits_per_pixel == 16:
             pixels = bgr_to_rgb565(screen).view(np.uint8)
         else:
             pixels = bgr_to_xrgb8888(screen)
-        lines[:, :row_bytes] = pixels.reshape(geometry.height, row_bytes)
+        lines[:] = pixels.reshape(lines.shape)
 
     def _on_stop(self) -> None:
         lines, mapped, fd = self._lines, self._map, self._fd
         self._lines, self._map, self._fd = None, None, None
-        if lines is not None:
-            lines[:] = 0  # a blank screen, not the last frame frozen
-            del lines
+        del lines  # the view must go before the mapping can close
         if mapped is not None:
+            mapped[:] = bytes(len(mapped))  # a blank screen, not the last frame frozen
             mapped.close()
         if fd is not None:
             os.close(fd)
