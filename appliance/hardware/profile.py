@@ -20,6 +20,7 @@ Arch = Literal["x86_64", "aarch64", "armv7l"]
 Connector = Literal["hdmi", "dsi", "dp", "any", "headless"]
 CameraKind = Literal["v4l2", "picamera2", "gstreamer-csi"]
 DisplayKind = Literal["framebuffer", "sdl", "none"]
+Extra = Literal["cpu", "gpu", "pi", "jetson", "display"]
 
 ROLES = ("detector", "landmarks", "blendshapes", "swapper")
 BCM_PINS = range(0, 28)
@@ -269,6 +270,34 @@ class GpioSpec(_Frozen):
         return self
 
 
+class InstallSpec(_Frozen):
+    """How ``mirror provision`` builds the device's venv: the project's extras and the
+    system site packages."""
+
+    extras: tuple[Extra, ...] = Field(
+        (),
+        description="The project's extras this device needs: cpu (onnxruntime on the CPU), "
+        "gpu (onnxruntime-gpu), pi (lgpio, pygame-ce, numpy 1.x for Debian 12's picamera2), "
+        "jetson (nothing from pip: JetPack's system packages), display (pygame-ce).",
+    )
+    system_site_packages: bool = Field(
+        False,
+        description="The venv sees the OS's Python packages: Debian's python3-picamera2 on a "
+        "Raspberry Pi, JetPack's cv2 (GStreamer), onnxruntime-gpu and TensorRT on a Jetson.",
+    )
+
+    @field_validator("extras")
+    @classmethod
+    def _extras_form(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"extra(s) listed twice: {', '.join(repeated)}")
+        if "cpu" in value and "gpu" in value:
+            # onnxruntime shadows onnxruntime-gpu: CUDA and TensorRT would vanish
+            raise ValueError("cpu and gpu exclude each other (onnxruntime vs onnxruntime-gpu)")
+        return value
+
+
 class HardwareProfile(_Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Equals the file name stem.")
     description: str = Field(min_length=1, description="The device in words.")
@@ -286,6 +315,9 @@ class HardwareProfile(_Frozen):
     thermal: ThermalSpec
     gpio: GpioSpec | None = Field(None, description="GPIO pins; absent where there are none.")
     target_fps: float = Field(gt=0.0, le=240.0, description="Output rate to hold.")
+    install: InstallSpec = Field(
+        default_factory=InstallSpec, description="The device's venv (mirror provision)."
+    )
 
     @field_validator("backends")
     @classmethod
@@ -294,3 +326,12 @@ class HardwareProfile(_Frozen):
         if repeated:
             raise ValueError(f"backend(s) listed twice: {', '.join(repeated)}")
         return value
+
+    @model_validator(mode="after")
+    def _install_has_sdl(self) -> HardwareProfile:
+        # SDL on KMS needs pygame-ce (the display extra; the pi extra brings it too).
+        explicit = "install" in self.model_fields_set
+        sdl_extras = {"display", "pi"} & set(self.install.extras)
+        if explicit and self.display.kind == "sdl" and not sdl_extras:
+            raise ValueError("display kind sdl needs the display (or pi) extra in install.extras")
+        return self
