@@ -9,6 +9,8 @@ tflite with the reason.
 from __future__ import annotations
 
 import shutil
+import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ from appliance.inference.edgetpu import (
     _quantize,
     edgetpu_variant,
 )
+from appliance.inference.edgetpu_probe import first_invoke_fails, forget_probes
 from appliance.inference.fallbacks import clear_fallbacks, fallbacks
 from appliance.inference.litert import LiteRTBackend
 from appliance.inference.onnx_backend import DROPPED_REASON, OnnxBackend, trt_cache_dir
@@ -38,8 +41,10 @@ GPU_PROVIDERS = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecu
 @pytest.fixture(autouse=True)
 def _fresh_fallbacks() -> Iterator[None]:
     clear_fallbacks()
+    forget_probes()
     yield
     clear_fallbacks()
+    forget_probes()
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +182,77 @@ def test_edgetpu_quantisation_round_trip() -> None:
     quantized = _quantize(values, detail)
     assert quantized.dtype == np.uint8
     np.testing.assert_allclose(_dequantize(quantized, detail), values, atol=1.0 / 127.5)
+
+
+def _child(code: str) -> list[str]:
+    """A probe child running ``code`` (no core file: the crash is on purpose)."""
+    quiet = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+    return [sys.executable, "-c", quiet + code]
+
+
+def test_a_first_invoke_that_segfaults_ends_on_the_cpu_model_once(
+    tflite_pair: Path, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    crash = _child(f"import ctypes; open({str(runs)!r}, 'a').write('x'); ctypes.string_at(0)")
+    backend = EdgeTpuBackend(delegate_loader=lambda _library: object(), probe_command=crash)
+    assert backend.probe() is None  # the delegate loads: only the first invoke crashes
+    with pytest.warns(BackendFallbackWarning, match=r"crashed \(SIGSEGV\)"):
+        model = backend.load(tflite_pair)
+    assert model.backend_name == "litert-cpu" and model.path == tflite_pair
+    [fallback] = fallbacks()
+    assert fallback.reason == "Edge TPU probe crashed (SIGSEGV): using the CPU model"
+    assert (fallback.wanted, fallback.used) == ("edgetpu", "litert-cpu")
+    # this process is still here; a second backend (and load) asks the kept answer
+    again = EdgeTpuBackend(delegate_loader=lambda _library: object(), probe_command=crash)
+    assert again.load(tflite_pair).backend_name == "litert-cpu"
+    assert runs.read_text() == "x", "the child ran once for this model file"
+
+
+def test_a_first_invoke_that_hangs_is_killed_and_ends_on_the_cpu_model(
+    tflite_pair: Path, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    hang = _child(
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    )
+    backend = EdgeTpuBackend(
+        delegate_loader=lambda _library: object(), probe_command=hang, probe_timeout_s=1.0
+    )
+    started = time.monotonic()
+    with pytest.warns(BackendFallbackWarning, match="timed out after 1 s"):
+        model = backend.load(tflite_pair)
+    assert time.monotonic() - started < 30
+    assert model.backend_name == "litert-cpu"
+    assert fallbacks()[0].reason == "Edge TPU probe timed out after 1 s: using the CPU model"
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists(), "the hung child was killed and reaped"
+
+
+def test_the_real_probe_child_on_this_machine_says_why(tflite_pair: Path) -> None:
+    variant = edgetpu_variant(tflite_pair)
+    reason = first_invoke_fails(variant, "libedgetpu.so.1")
+    assert reason is not None and reason.startswith("Edge TPU probe failed (exit 1: ")
+    assert "libedgetpu.so.1" in reason and reason.endswith(": using the CPU model")
+
+
+def test_a_first_invoke_that_works_lets_this_process_use_the_tpu(
+    tflite_pair: Path, tmp_path: Path
+) -> None:
+    # The child succeeds; only then does this process load the delegate again for its own
+    # interpreter (the one from the probe was let go so the child could have the TPU).
+    runs = tmp_path / "runs"
+    loads: list[bool] = []
+
+    def loader(library: str) -> object:
+        loads.append(runs.exists())  # whether the child has run by now
+        if len(loads) > 1:
+            raise ValueError(f"Failed to load delegate from {library}")
+        return object()
+
+    ok = _child(f"open({str(runs)!r}, 'a').write('x')")
+    backend = EdgeTpuBackend(delegate_loader=loader, probe_command=ok)
+    with pytest.warns(BackendFallbackWarning, match="Edge TPU cannot load"):
+        backend.load(tflite_pair)
+    assert loads == [False, True], "probe, then the child, then the delegate in this process"
+    assert first_invoke_fails(edgetpu_variant(tflite_pair), backend.library) is None  # kept

@@ -7,6 +7,13 @@ device (the PyPI package named ``pycoral`` is an unrelated project, so PyCoral
 is recognised by its ``make_interpreter`` and ``list_edge_tpus``). With no
 library, no TPU plugged in or no compiled variant, the CPU model runs on
 ``cpu_fallback`` and the reason is recorded with ``record_fallback``.
+
+libedgetpu 16.0 may segfault with a newer LiteRT, which no ``except`` can
+catch: before the delegate is used in this process, the first invoke of each
+compiled model is tried in a child process (``edgetpu_probe``); a crash, an
+error or a hang there is a fallback to the CPU model with the reason. The
+delegate loaded to see whether a TPU answers is let go again before that
+child runs, so the child can open the TPU.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.inference.base import Backend, Model, SpecModel, TensorSpec
+from appliance.inference.edgetpu_probe import PROBE_TIMEOUT_S, first_invoke_fails
 from appliance.inference.fallbacks import record_fallback
 from appliance.inference.litert import LiteRTBackend
 
@@ -126,12 +134,18 @@ class EdgeTpuBackend:
         delegate_loader: DelegateLoader | None = None,
         cpu_fallback: Backend | None = None,
         library: str = EDGETPU_LIBRARY,
+        *,
+        probe_command: Sequence[str] | None = None,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.library = library
         self.cpu_fallback: Backend = cpu_fallback or LiteRTBackend()
         self._loader = delegate_loader
         self._pycoral = None if delegate_loader is not None else pycoral_edgetpu()
-        self._delegate: Any = None
+        self._delegate: Any = None  # loaded in this process only after a child's first invoke
+        self._probe_command = probe_command  # None: python -m appliance.inference.edgetpu_probe
+        self._probe_timeout_s = probe_timeout_s
+        self._tpu_in_use = False
         self._reason: str | None = None
         self._probed = False
         self._lock = threading.Lock()
@@ -153,9 +167,10 @@ class EdgeTpuBackend:
             return None if tpus else "PyCoral finds no Edge TPU attached"
         loader = self._loader or litert_delegate
         try:
-            self._delegate = loader(self.library)
+            delegate = loader(self.library)
         except (ValueError, OSError, RuntimeError) as exc:
             return f"Edge TPU delegate unavailable: {exc}"
+        del delegate  # let the TPU go: the first invoke is tried in a child before it is used
         return None
 
     def load(self, path: Path) -> Model:
@@ -163,9 +178,17 @@ class EdgeTpuBackend:
         reason = self.probe()
         if reason is None and not variant.is_file():
             reason = f"no Edge TPU compiled variant {variant.name} (make it with edgetpu_compiler)"
+        if reason is None and not self._tpu_in_use:
+            # Before this process touches the TPU: once a model runs on it here, a child may not
+            # get the TPU, and a first invoke has already worked in this process.
+            reason = first_invoke_fails(
+                variant, self.library, command=self._probe_command, timeout_s=self._probe_timeout_s
+            )
         if reason is None:
             try:
-                return EdgeTpuModel(variant, self._interpreter(variant))
+                model = EdgeTpuModel(variant, self._interpreter(variant))
+                self._tpu_in_use = True
+                return model
             except (ValueError, RuntimeError, OSError) as exc:
                 reason = f"Edge TPU cannot load {variant.name}: {exc}"
         record_fallback(path.name, self.name, self.cpu_fallback.name, reason)
@@ -176,4 +199,6 @@ class EdgeTpuBackend:
             return self._pycoral.make_interpreter(str(variant))
         from ai_edge_litert.interpreter import Interpreter
 
+        if self._delegate is None:
+            self._delegate = (self._loader or litert_delegate)(self.library)
         return Interpreter(model_path=str(variant), experimental_delegates=[self._delegate])
