@@ -1,17 +1,21 @@
 # The two commands: `make run` and `make test`. Everything else is set-up they do.
 SHELL := /bin/bash
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+PYTHON ?= $(shell command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-export MIRROR_DATA_DIR ?= $(CURDIR)/.data
+# The data (models, config, admin account) go where `mirror` looks by default
+# ($MIRROR_DATA_DIR, else ~/.local/share/face-mirror), so the README's `mirror ...`
+# commands find what `make run` fetched.
 
 .PHONY: run test models browser lint typecheck unit clean
 
-$(BIN)/.installed: pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
+$(BIN)/.installed: pyproject.toml setup.py
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "Python 3.10 or newer is required, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
-	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,eval,convert,display]'
+	@# pygame and pygame-ce are both `import pygame`: the SDL screen needs pygame-ce
+	$(BIN)/python -m pip uninstall --disable-pip-version-check -q -y pygame >/dev/null 2>&1 || true
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[cpu,dev,eval,convert,display]'
 	@touch $@
 
 models: $(BIN)/.installed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,21 @@ from tests.test_web_support import Mirror, build_app, build_mirror, login
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_MEDIA = REPO.parent / "shared" / "media"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run every test (and every `mirror` it starts) in a data folder of the run's own.
+
+    Only the verified models are shared, through a link to the real model cache:
+    a test never leaves a config, an admin account or identities in the user's data
+    folder (so `make run` after `make test` still makes and prints the first password).
+    """
+    from appliance.paths import DATA_DIR_ENV, data_dir, model_cache_dir
+
+    models = model_cache_dir(data_dir())
+    scratch = Path(tempfile.mkdtemp(prefix="mirror-test-data-"))
+    (scratch / "models").symlink_to(models, target_is_directory=True)
+    os.environ[DATA_DIR_ENV] = str(scratch)
 
 
 @pytest.fixture(scope="session")
