@@ -7,13 +7,15 @@ pin records every value it is driven to, as a real PWM pin would be set.
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
 
 import pytest
-from gpiozero.exc import BadPinFactory
-from gpiozero.pins.mock import MockFactory, MockPWMPin
+from gpiozero import Device
+from gpiozero.pins.mock import MockFactory, MockPin, MockPWMPin
 
+from appliance.hardware import pin_factory
 from appliance.hardware.catalog import load_profiles
 from appliance.hardware.fan import FanCurve, fan_pin, open_fan
 from appliance.hardware.profile import PI5_FAN_CURVE, FanSpec, HardwareProfile
@@ -114,23 +116,86 @@ def test_no_fan_pin_is_said_once(
     ]
 
 
-def test_without_gpio_the_fan_is_absent_and_that_is_said_once(
+@pytest.fixture
+def no_factory_yet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """gpiozero has no pin factory yet and the environment names none; the warning is unsaid."""
+    monkeypatch.setattr(Device, "pin_factory", None)
+    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+    monkeypatch.setattr(pin_factory, "_warned", False)
+    yield
+    if Device.pin_factory is not None:
+        Device.pin_factory.close()
+
+
+def test_without_lgpio_the_fan_is_absent_and_one_warning_says_what_to_install(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
     profiles: dict[str, HardwareProfile],
+    no_factory_yet: None,
 ) -> None:
-    def no_gpio(*args: object, **kwargs: object) -> None:
-        warnings.warn("Falling back from lgpio", stacklevel=2)
-        raise BadPinFactory("Unable to load any default pin factory!")
-
-    monkeypatch.setattr("gpiozero.PWMOutputDevice", no_gpio)
+    monkeypatch.setitem(sys.modules, "lgpio", None)  # import lgpio fails, as without the extra
+    monkeypatch.setattr(pin_factory, "CANDIDATES", pin_factory.CANDIDATES[:1])
     with warnings.catch_warnings(record=True) as escaped, caplog.at_level(logging.INFO):
         warnings.simplefilter("always")
         assert open_fan(profiles["rpi4-cpu"]) is None
+        assert open_fan(profiles["rpi4-cpu"]) is None
     assert not escaped
-    assert [r.getMessage() for r in caplog.records if r.name == "appliance.hardware.fan"] == [
-        "no fan on GPIO18: Unable to load any default pin factory!"
-    ]
+    said = [r for r in caplog.records if r.name.startswith("appliance.hardware")]
+    warned = [r.getMessage() for r in said if r.levelno >= logging.WARNING]
+    assert len(warned) == 1
+    assert warned[0].startswith("no GPIO pin factory: install the `pi` extra (lgpio); ")
+    assert "lgpio: lgpio is not installed" in warned[0]
+    assert "Unable to load any default pin factory" not in caplog.text
+    assert [r.getMessage() for r in said if r.name == "appliance.hardware.fan"] == [
+        "no fan on GPIO18: no GPIO pin factory: install the `pi` extra (lgpio)"
+    ] * 2
+
+
+def test_a_pin_without_pwm_runs_the_fan_on_off_at_the_first_step(
+    caplog: pytest.LogCaptureFixture, profiles: dict[str, HardwareProfile]
+) -> None:
+    plain = MockFactory(pin_class=MockPin)  # no PWM, like gpiozero's native factory on a Pi 4
+    try:
+        with caplog.at_level(logging.INFO, logger="appliance.hardware.fan"):
+            fan = open_fan(profiles["rpi4-cpu"], pin_factory=plain)
+        assert fan is not None and fan.on_off
+        assert "on/off only, at 50 C and up" in caplog.text
+        pin = plain.pin(18)
+        driven = []
+        for temperature in (45.0, 50.0, 76.0, 46.0, 44.9, 49.9, None):
+            driven.append((fan.update(temperature), pin.state))
+        assert driven == [
+            (0.0, False),
+            (1.0, True),  # the first step switches it on, full
+            (1.0, True),
+            (1.0, True),  # held until 5 C below the step
+            (0.0, False),
+            (0.0, False),
+            (1.0, True),  # unknown temperature: on
+        ]
+        fan.close()
+        assert pin.function == "input"
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize(("pin_class", "on_off"), [("mockpwmpin", False), ("mockpin", True)])
+def test_the_factory_named_in_the_environment_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+    profiles: dict[str, HardwareProfile],
+    no_factory_yet: None,
+    pin_class: str,
+    on_off: bool,
+) -> None:
+    # GPIOZERO_PIN_FACTORY is gpiozero's own setting: an operator's choice wins over lgpio.
+    monkeypatch.setenv("GPIOZERO_PIN_FACTORY", "mock")
+    monkeypatch.setenv("GPIOZERO_MOCK_PIN_CLASS", pin_class)
+    fan = open_fan(profiles["rpi4-cpu"])
+    assert fan is not None and fan.on_off is on_off
+    assert type(Device.pin_factory).__name__ == "MockFactory"
+    fan.update(62.0)
+    assert Device.pin_factory.pin(18).state == (True if on_off else 0.5)
+    fan.close()
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ MockFactory is gpiozero's own simulating backend: the tests drive input pins
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
+import sys
 import threading
 import time
 import warnings
@@ -16,11 +18,14 @@ from collections.abc import Iterator
 
 import pytest
 from gpiozero import LED, Device
-from gpiozero.exc import BadPinFactory, PinFactoryFallback
+from gpiozero.exc import PinFactoryFallback
 from gpiozero.pins.mock import MockFactory, MockPin
 
+from appliance.hardware import pin_factory
 from appliance.hardware.catalog import load_profiles
+from appliance.hardware.fan import open_fan
 from appliance.hardware.gpio import GpioCallbacks, GpioPanel, resolve_pin_factory
+from appliance.hardware.pin_factory import choose_pin_factory
 from appliance.hardware.profile import GpioSpec
 from appliance.hardware.status_led import FAST_BLINK, PATTERNS, SLOW_BLINK, StatusLed
 from tests.waiting import wait_for
@@ -297,46 +302,65 @@ def test_the_default_pin_factory_is_used_when_none_is_injected(
         mock.close()
 
 
-def _no_factory_here() -> None:
-    """What gpiozero's default does on an x86 box: four fallbacks, then BadPinFactory."""
-    for name, why in (
-        ("lgpio", "No module named 'lgpio'"),
-        ("rpigpio", "No module named 'RPi'"),
-        ("pigpio", "No module named 'pigpio'"),
-        ("native", "unable to locate Pi revision in /proc/device-tree or /proc/cpuinfo"),
-    ):
-        warnings.warn(PinFactoryFallback(f"Falling back from {name}: {why}"), stacklevel=2)
-    raise BadPinFactory("Unable to load any default pin factory!")
-
-
-def test_without_gpio_the_panel_is_empty_and_says_so_once(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.fixture
+def no_factory_yet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """gpiozero has no pin factory yet and the environment names none; the warning is unsaid."""
     monkeypatch.setattr(Device, "pin_factory", None)
-    monkeypatch.setattr(Device, "_default_pin_factory", staticmethod(_no_factory_here))
-    caplog.set_level(logging.INFO, logger="appliance.hardware")
+    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+    monkeypatch.setattr(pin_factory, "_warned", False)
+    yield
+    if Device.pin_factory is not None:
+        Device.pin_factory.close()
+
+
+def test_without_lgpio_the_mirror_runs_without_gpio_after_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, no_factory_yet: None
+) -> None:
+    monkeypatch.setitem(sys.modules, "lgpio", None)  # import lgpio fails: no `pi` extra
+    monkeypatch.setattr(pin_factory, "CANDIDATES", pin_factory.CANDIDATES[:1])
+    profile = load_profiles()["rpi4-cpu"]  # LED, button, PIR and fan pins
+    caplog.set_level(logging.INFO, logger="appliance")
     with warnings.catch_warnings(record=True) as leaked:
         warnings.simplefilter("always")
-        panel = GpioPanel.open(spec(), Recorder().callbacks())
+        panel = GpioPanel.open(profile.gpio, Recorder().callbacks())
+        assert open_fan(profile) is None
     assert not [w for w in leaked if issubclass(w.category, PinFactoryFallback)]
-    said = [r for r in caplog.records if r.name.startswith("appliance.hardware")]
-    assert len(said) == 1 and said[0].levelno == logging.WARNING
-    assert "GPIO off: no GPIO pin factory works here" in said[0].getMessage()
-    assert "Falling back from lgpio: No module named 'lgpio'" in said[0].getMessage()
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith("no GPIO pin factory: install the `pi` extra (lgpio); ")
+    assert "Unable to load any default pin factory" not in caplog.text
     assert not panel.active and not panel.idle
     panel.show("critical")  # no LED: nothing happens, nothing fails
-    assert len(panel.describe()) == 1 and panel.describe()[0].startswith("gpio: off, ")
+    assert panel.describe() == ["gpio: off, no GPIO pin factory: install the `pi` extra (lgpio)"]
     panel.close()
 
 
-def test_this_machine_without_gpio_resolves_no_factory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Device, "pin_factory", None)
-    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+def test_lgpio_is_tried_first_when_it_imports(
+    caplog: pytest.LogCaptureFixture, no_factory_yet: None
+) -> None:
+    if importlib.util.find_spec("lgpio") is None:
+        pytest.skip("lgpio is not installed (the pi extra)")
+    factory, why = choose_pin_factory()
+    if factory is not None:
+        pytest.skip(f"this machine has GPIO ({why})")
+    # lgpio imports here but finds no Raspberry Pi: its own error, first, and no install hint
+    assert why == "no GPIO pin factory can open this device's GPIO"
+    assert "(lgpio: unable to locate Pi revision" in caplog.text
+
+
+def test_a_factory_already_chosen_is_shared(no_factory_yet: None) -> None:
+    mock = MockFactory()
+    Device.pin_factory = mock  # as the first choice in this process leaves it
+    assert choose_pin_factory() == (mock, "MockFactory")
+    with GpioPanel.open(spec(status_led=17), GpioCallbacks()) as panel:
+        assert panel.pin_factory is mock
+
+
+def test_this_machine_without_gpio_resolves_no_factory(no_factory_yet: None) -> None:
     factory, why = resolve_pin_factory()
     if factory is not None:
-        factory.close()
         pytest.skip(f"this machine has GPIO ({why})")
-    assert "no GPIO pin factory works here" in why
+    assert why.startswith("no GPIO pin factory")
 
 
 def test_a_profile_without_pins_opens_an_empty_panel(caplog: pytest.LogCaptureFixture) -> None:

@@ -6,10 +6,13 @@ temperature falls ``hysteresis_c`` below where it starts (the Raspberry Pi
 5's own curve: 30/50/70/100 % at 50/60/67.5/75 C, 5 C back). An unknown
 temperature (a sensor failure) runs the fan at full speed.
 
-The pin is driven through gpiozero's ``PWMOutputDevice`` (its pin factory is
-injectable: tests use ``MockFactory(pin_class=MockPWMPin)``). On a machine
-without GPIO, or with gpiozero not installed, ``open_fan`` says so once and
-returns None: the fan is absent.
+The pin is driven through gpiozero's ``PWMOutputDevice`` on the process's pin
+factory (``pin_factory.choose_pin_factory``; injectable: tests use
+``MockFactory(pin_class=MockPWMPin)``). A factory without PWM (gpiozero's
+``native`` on a Pi 4, a plain ``MockPin``) gets an on/off fan instead: a
+``DigitalOutputDevice`` switched on at the curve's first step (and off 5 C
+below it), not a fan that never runs. On a machine without GPIO, or with
+gpiozero not installed, ``open_fan`` returns None: the fan is absent.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from appliance.hardware.pin_factory import choose_pin_factory
 from appliance.hardware.profile import FanSpec, HardwareProfile
 
 logger = logging.getLogger(__name__)
@@ -54,7 +58,7 @@ class FanCurve:
 
 
 class PwmOutput(Protocol):
-    """What the fan needs of gpiozero's ``PWMOutputDevice``."""
+    """What the fan needs of gpiozero's ``PWMOutputDevice`` (or ``DigitalOutputDevice``)."""
 
     value: float
 
@@ -62,17 +66,26 @@ class PwmOutput(Protocol):
 
 
 class Fan:
-    """``update`` with each temperature read; the device follows the curve."""
+    """``update`` with each temperature read; the device follows the curve.
 
-    def __init__(self, device: PwmOutput, curve: FanCurve, pin: str = "") -> None:
+    ``on_off``: the pin has no PWM, so any step of the curve runs the fan full.
+    """
+
+    def __init__(
+        self, device: PwmOutput, curve: FanCurve, pin: str = "", *, on_off: bool = False
+    ) -> None:
         self.device = device
         self.curve = curve
         self.pin = pin
+        self.on_off = on_off
         self._level = 0
         self.device.value = 0.0
 
     @property
     def duty(self) -> float:
+        """The duty the pin is driven at (0 or 1 for an on/off fan)."""
+        if self.on_off:
+            return 1.0 if self._level > 0 else 0.0
         return self.curve.duty(self._level)
 
     def update(self, temperature_c: float | None) -> float:
@@ -109,20 +122,37 @@ def open_fan(profile: HardwareProfile, *, pin_factory: Any = None) -> Fan | None
     if pin is None:
         logger.info("no fan: profile %s has no GPIO pin named %r", profile.name, FAN_PIN)
         return None
-    spec = profile.thermal.fan
-    try:
-        from gpiozero import GPIOZeroError, PWMOutputDevice
-    except ImportError as exc:
-        logger.warning("no fan on %s: gpiozero is not installed (%s)", pin, exc)
+    factory, factory_name = choose_pin_factory(pin_factory)
+    if factory is None:
+        logger.info("no fan on %s: %s", pin, factory_name)  # the chooser has warned
         return None
+    spec = profile.thermal.fan
+    from gpiozero import DigitalOutputDevice, GPIOZeroError, PinPWMUnsupported, PWMOutputDevice
+
     try:
         with warnings.catch_warnings():  # one line below instead of a fallback warning each
             warnings.simplefilter("ignore")
-            device = PWMOutputDevice(
-                pin, initial_value=0.0, frequency=spec.pwm_hz, pin_factory=pin_factory
-            )
+            try:
+                device: PwmOutput = PWMOutputDevice(
+                    pin, initial_value=0.0, frequency=spec.pwm_hz, pin_factory=factory
+                )
+            except PinPWMUnsupported:
+                device = DigitalOutputDevice(pin, initial_value=False, pin_factory=factory)
+                on_off = True
+            else:
+                on_off = False
     except (GPIOZeroError, OSError, RuntimeError, ValueError) as exc:
         logger.warning("no fan on %s: %s", pin, " ".join(str(exc).split()))
         return None
-    logger.info("fan on %s, %g Hz PWM", pin, spec.pwm_hz)
-    return Fan(device, FanCurve.from_spec(spec), pin)
+    curve = FanCurve.from_spec(spec)
+    if on_off:
+        logger.warning(
+            "fan on %s: on/off only, at %g C and up (pin factory %s has no PWM; %s)",
+            pin,
+            curve.steps[0][0],
+            factory_name,
+            "lgpio gives PWM: install the `pi` extra",
+        )
+    else:
+        logger.info("fan on %s, %g Hz PWM (%s)", pin, spec.pwm_hz, factory_name)
+    return Fan(device, curve, pin, on_off=on_off)

@@ -3,23 +3,23 @@
 ``GpioPanel.open(spec, callbacks)`` opens each device the profile names
 (``status_led``, ``button``, ``pir``; the ``fan`` pin belongs to
 ``appliance.hardware.fan``) on an injectable gpiozero pin factory, or on
-gpiozero's default one (lgpio, RPi.GPIO, pigpio, native, in that order).
+the one ``pin_factory.choose_pin_factory`` picks for this device (lgpio first).
 Where no factory works (an x86 box, a Jetson) or the profile names no pins,
-the panel is empty: every method still works, and the reason is logged once
-and shown by ``describe()``. A device that cannot open (a pin in use, no
-permission on /dev/gpiochip*) disables only itself.
+the panel is empty: every method still works, the chooser has warned once
+with what to install, and ``describe()`` says why. A device that cannot open
+(a pin in use, no permission on /dev/gpiochip*) disables only itself.
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from appliance.hardware.button import PanelButton
 from appliance.hardware.motion import MotionWatch
+from appliance.hardware.pin_factory import choose_pin_factory
 from appliance.hardware.profile import GpioSpec
 from appliance.hardware.status_led import StatusLed
 from appliance.running import Closing
@@ -64,27 +64,8 @@ def pin_name(spec: GpioSpec, number: int) -> str:
 
 
 def resolve_pin_factory(pin_factory: Any = None) -> tuple[Any, str]:
-    """``(factory, its name)``, or ``(None, why no factory works here)``.
-
-    An injected factory is used as is; otherwise gpiozero's default, whose
-    fallback warnings are folded into the one reason instead of leaking out.
-    """
-    if pin_factory is not None:
-        return pin_factory, type(pin_factory).__name__
-    try:
-        from gpiozero import Device
-    except ImportError as exc:
-        return None, f"gpiozero is not installed ({exc})"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            Device.ensure_pin_factory()
-        except Exception as exc:  # BadPinFactory, or a factory's own ImportError/OSError
-            tried = "; ".join(str(warning.message) for warning in caught)
-            return None, f"no GPIO pin factory works here: {exc}" + (f" ({tried})" if tried else "")
-    for warning in caught:
-        logger.info("GPIO pin factory: %s", warning.message)
-    return Device.pin_factory, type(Device.pin_factory).__name__
+    """``(factory, its name)``, or ``(None, why no factory works here)`` (see ``pin_factory``)."""
+    return choose_pin_factory(pin_factory)
 
 
 class GpioPanel(Closing):
@@ -106,8 +87,8 @@ class GpioPanel(Closing):
 
     @classmethod
     def off(cls, reason: str) -> GpioPanel:
-        """An empty panel; ``reason`` is logged once, here."""
-        logger.warning("GPIO off: %s; the mirror runs without LED, button and PIR", reason)
+        """An empty panel (the pin factory's chooser has already warned once)."""
+        logger.info("GPIO off: %s", reason)
         return cls(notes=(f"gpio: off, {reason}",))
 
     @classmethod
