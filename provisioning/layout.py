@@ -4,6 +4,12 @@ Every path here is the path *on the device* (``/var/lib/mirror/...``);
 :meth:`Layout.host` turns it into the path written on this machine, under
 the root being provisioned (``/`` on the live system, a mounted image
 otherwise).
+
+Two options serve tests and staging: ``live`` treats a temporary root as the
+running system (its live-system steps then go to an injected runner), and
+``host_python`` builds the venv with this machine's interpreter at the host
+paths under the root instead of through ``chroot`` (same machine, no root
+privileges needed; the venv then only runs here).
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ ENV_FILE = PurePosixPath("/etc/default/mirror")
 SYSUSERS = PurePosixPath("/usr/lib/sysusers.d/mirror.conf")
 UDEV_RULES = PurePosixPath("/etc/udev/rules.d/70-mirror.rules")
 DEFAULT_VENV = PurePosixPath("/opt/mirror/venv")
+WANTS_LINK = PurePosixPath("/etc/systemd/system/multi-user.target.wants/mirror.service")
+TMPFILES = PurePosixPath("/etc/tmpfiles.d/mirror-console.conf")
+PI_CMDLINE = PurePosixPath("/boot/firmware/cmdline.txt")
 SERVICE_USER = "mirror"
 
 
@@ -27,6 +36,13 @@ class Layout:
     root: Path
     data_dir: PurePosixPath = DATA_DIR
     venv: PurePosixPath = DEFAULT_VENV
+    live: bool | None = None  # None: live when root is /
+    host_python: Path | None = None
+
+    @property
+    def wheels_dir(self) -> PurePosixPath:
+        """The bundle's wheels, beside the venv (``/opt/mirror/wheels``)."""
+        return self.venv.parent / "wheels"
 
     @property
     def models_dir(self) -> PurePosixPath:
@@ -61,4 +77,6 @@ class Layout:
         return self.root / str(device_path).lstrip("/")
 
     def is_live(self) -> bool:
+        if self.live is not None:
+            return self.live
         return self.root.resolve() == Path("/").resolve()

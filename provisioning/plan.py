@@ -3,13 +3,16 @@
 The plan is computed from a checked bundle and the target root without
 writing anything: ``--dry-run`` prints it, :mod:`provisioning.apply` carries
 out the steps that change something. Managed files (unit, udev rules,
-sysusers, environment, web.yaml) are rewritten when they differ; the config
-and the secrets are created only when missing, never replaced.
+sysusers, environment, web.yaml, the console's settings) and links (the
+unit's wants link, getty masks) are rewritten when they differ; the config
+and the secrets are created only when missing, never replaced. The venv is
+made again only when the bundle's wheels or the profile's extras changed.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -20,12 +23,17 @@ from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
 from appliance.modelstore.store import ModelStore
 from provisioning import onnx_steps
-from provisioning.actions import Action, Status
+from provisioning.actions import Action, Status, file_action
 from provisioning.bundle import Bundle
+from provisioning.console import console_actions
 from provisioning.credentials import SECRET_MODE
+from provisioning.in_root import shell_for
 from provisioning.layout import ENV_FILE, SYSUSERS, UDEV_RULES, UNIT, Layout
+from provisioning.links import enable_unit
+from provisioning.live_steps import Which, live_actions
 from provisioning.udev import render_udev_rules
 from provisioning.units import render_env_file, render_sysusers, render_unit
+from provisioning.venv_step import plan_venv
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +74,22 @@ def build_plan(
     bundle: Bundle,
     manifest: Manifest,
     web: WebListen | None = None,
+    *,
+    which: Which = shutil.which,
 ) -> Plan:
+    """Every step in the order apply carries them out: files first, then the venv, the
+    unit's enabling, the console, and last what the live system must be told."""
     planner = _Planner(layout)
     planner.dirs()
     planner.models(bundle)
+    planner.actions += plan_venv(layout, profile, bundle, shell_for(layout))
     planner.system_files(profile, web or WebListen())
+    planner.actions.append(enable_unit(layout))
+    planner.actions += console_actions(layout, profile)
     planner.secrets()
     planner.onnx(profile, manifest)
+    changed = {a.target for a in planner.actions if a.changes}
+    planner.actions += live_actions(layout, changed, which=which)
     return Plan(profile, layout, tuple(planner.actions))
 
 
@@ -122,12 +139,7 @@ class _Planner:
         self._once(layout.config, CONFIG_TEXT.encode("utf-8"))
 
     def _file(self, target: PurePosixPath, data: bytes, mode: int) -> None:
-        host = self.layout.host(target)
-        status: Status = "create"
-        if host.is_file():
-            same = host.read_bytes() == data and self._mode_of(target) == mode
-            status = "unchanged" if same else "update"
-        self.actions.append(Action("file", target, status, mode=mode, data=data))
+        self.actions.append(file_action(self.layout, target, data, mode))
 
     def _once(self, target: PurePosixPath, data: bytes) -> None:
         status: Status = "unchanged" if self.layout.host(target).exists() else "create"

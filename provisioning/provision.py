@@ -8,6 +8,7 @@ file named and the target root untouched.
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -20,8 +21,10 @@ from appliance.modelstore.manifest import Manifest, load_manifest
 from provisioning.apply import ApplyReport, apply_plan
 from provisioning.bundle import read_index, verify_bundle
 from provisioning.layout import DEFAULT_VENV, Layout
+from provisioning.live_steps import Which
 from provisioning.plan import Plan, WebListen, build_plan
 from provisioning.progress import ByteProgress
+from provisioning.runner import Runner, run_subprocess
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +39,10 @@ class Request:
     dry_run: bool = False
     web: WebListen = field(default_factory=WebListen)
     venv: PurePosixPath = DEFAULT_VENV
+    # tests and staging (see Layout): a temp root taken for the live system; the venv made
+    # with this machine's interpreter at host paths
+    live: bool | None = None
+    host_python: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,13 @@ def _bundle_size(bundle: Path) -> int:
 
 
 def provision(
-    request: Request, manifest: Manifest | None = None, *, progress: bool = True
+    request: Request,
+    manifest: Manifest | None = None,
+    *,
+    progress: bool = True,
+    runner: Runner = run_subprocess,
+    which: Which = shutil.which,
+    say: Say | None = None,
 ) -> Outcome:
     manifest = manifest or load_manifest()
     bar = ByteProgress(_bundle_size(request.bundle), "verifying") if progress else None
@@ -67,14 +80,20 @@ def provision(
     if bar:
         bar.close()
     profile, why = pick_profile(request.root, request.profile or bundle.profile)
-    layout = Layout(root=request.root, venv=request.venv)
-    plan = build_plan(layout, profile, bundle, manifest, request.web)
+    layout = Layout(
+        root=request.root, venv=request.venv, live=request.live, host_python=request.host_python
+    )
+    plan = build_plan(layout, profile, bundle, manifest, request.web, which=which)
     if request.dry_run:
         return Outcome(plan, None, why)
     copying = sum(a.source.size for a in plan.changes if a.source is not None)
     copy_bar = ByteProgress(copying, "installing") if progress and copying else None
     report = apply_plan(
-        plan, manifest, on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None
+        plan,
+        manifest,
+        say=say,
+        on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None,
+        runner=runner,
     )
     if copy_bar:
         copy_bar.close()

@@ -6,7 +6,13 @@
 ``StartLimitIntervalSec=0``). It runs as the unprivileged ``mirror`` user,
 sees the file system read-only except its data directory, and cannot gain
 privileges. ``StateDirectory=`` hands the data directory (written by root at
-provisioning) to that user at every start.
+provisioning) to that user at every start; it is also the working directory
+(lgpio writes its notify pipes into the working directory, ``LG_WD``, and
+everything else is read-only).
+
+A Jetson CSI camera (``capture.kind: gstreamer-csi``) is reached through
+nvargus-daemon's socket ``/tmp/argus_socket``: the unit then keeps the real
+``/tmp`` (no ``PrivateTmp``, and writable), and starts after the daemon.
 """
 
 from __future__ import annotations
@@ -49,13 +55,25 @@ def exec_start(profile: HardwareProfile, layout: Layout) -> str:
     return shlex.join(args)
 
 
+ARGUS_DAEMON = "nvargus-daemon.service"
+
+
+def uses_argus(profile: HardwareProfile) -> bool:
+    """A Jetson CSI camera: nvarguscamerasrc talks to nvargus-daemon through /tmp."""
+    return profile.capture.kind == "gstreamer-csi"
+
+
 def render_unit(profile: HardwareProfile, layout: Layout) -> str:
     data = str(layout.data_dir)
+    argus = uses_argus(profile)
+    after = "network.target systemd-udevd.service" + (f" {ARGUS_DAEMON}" if argus else "")
+    writable = f"{data} /tmp" if argus else data
     lines = [
         "# Written by `mirror provision`; a second run rewrites it unchanged.",
         "[Unit]",
         "Description=Face-swap mirror",
-        "After=network.target systemd-udevd.service",
+        f"After={after}",
+        *([f"Wants={ARGUS_DAEMON}"] if argus else []),
         "StartLimitIntervalSec=0",
         "",
         "[Service]",
@@ -63,6 +81,7 @@ def render_unit(profile: HardwareProfile, layout: Layout) -> str:
         "NotifyAccess=main",
         f"EnvironmentFile={ENV_FILE}",
         f"ExecStart={exec_start(profile, layout)}",
+        f"WorkingDirectory={data}",
         f"WatchdogSec={WATCHDOG_S}s",
         "Restart=on-failure",
         "RestartSec=2",
@@ -74,9 +93,9 @@ def render_unit(profile: HardwareProfile, layout: Layout) -> str:
         f"StateDirectory={layout.data_dir.name}",
         "StateDirectoryMode=0750",
         "ProtectSystem=strict",
-        f"ReadWritePaths={data}",
+        f"ReadWritePaths={writable}",
         "ProtectHome=yes",
-        "PrivateTmp=yes",
+        *([] if argus else ["PrivateTmp=yes"]),
         "NoNewPrivileges=yes",
         "RestrictSUIDSGID=yes",
         "ProtectKernelTunables=yes",
@@ -90,10 +109,11 @@ def render_unit(profile: HardwareProfile, layout: Layout) -> str:
 
 
 def render_env_file(profile: HardwareProfile, layout: Layout) -> str:
+    # (the profile is on ExecStart's command line; LG_WD: where lgpio puts its pipes)
     return (
         "# Written by `mirror provision`: read by mirror.service.\n"
         f"MIRROR_DATA_DIR={layout.data_dir}\n"
-        f"MIRROR_PROFILE={profile.name}\n"
+        f"LG_WD={layout.data_dir}\n"
     )
 
 

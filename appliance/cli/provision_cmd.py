@@ -7,6 +7,10 @@ and secret key (0600), the systemd unit, sysusers and udev rules. A second run
 changes nothing and says so. The admin page listens on 0.0.0.0 by default
 (an image provisioned offline cannot know its DHCP address; the page needs
 the per-device password); ``--web-host`` pins an address.
+
+The bundle's wheels are for one target: ``--target NAME`` (see
+``provisioning.targets``), or ``--platform TAG --python X.Y``, or this
+machine when neither is given.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from provisioning.bundle_build import build_bundle
 from provisioning.layout import DEFAULT_VENV
 from provisioning.plan import WebListen
 from provisioning.provision import Outcome, Request, provision
+from provisioning.targets import TARGETS, choose
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,8 +50,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--with-wheels", action="store_true", help="also pip-download the Python wheels"
     )
     p_bundle.add_argument(
-        "--platform", default=None, help="wheel platform tag, e.g. manylinux2014_aarch64"
+        "--target",
+        default=None,
+        metavar="NAME",
+        help=f"the device's OS for the wheels: {', '.join(sorted(TARGETS))}",
     )
+    p_bundle.add_argument(
+        "--platform", default=None, help="or a wheel platform tag, e.g. manylinux_2_36_aarch64"
+    )
+    p_bundle.add_argument("--python", default=None, help="with --platform: the device's X.Y")
     p_bundle.set_defaults(handler=_bundle)
 
 
@@ -66,7 +78,7 @@ def _provision(args: argparse.Namespace) -> int:
         web=WebListen(args.web_host, args.web_port),
         venv=PurePosixPath(args.venv),
     )
-    outcome = provision(request)
+    outcome = provision(request, say=_say)
     _report(outcome)
     return 0
 
@@ -92,13 +104,14 @@ def _report(outcome: Outcome) -> None:
 
 
 def _bundle(args: argparse.Namespace) -> int:
+    target = choose(args.target, args.platform, args.python)
     index = build_bundle(
         args.out,
         load_manifest(),
         source=args.source,
         profile=args.bundle_profile,
         with_wheels=args.with_wheels,
-        platform=args.platform,
+        target=target,
         say=_say,
     )
     print(f"bundle written: {index}")
