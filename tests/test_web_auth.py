@@ -127,20 +127,15 @@ def test_repeated_wrong_passwords_lock_the_login(app: Flask, clock: FakeClock) -
     assert login(client, PASSWORD).status_code == 302
 
 
-def test_lockout_doubles_and_covers_the_account_from_any_address(
-    app: Flask, clock: FakeClock
-) -> None:
-    for attempt in range(5):
-        client = app.test_client()
-        client.environ_base["REMOTE_ADDR"] = f"10.0.0.{attempt + 1}"
-        login(client, "guess")
-    other = app.test_client()
-    other.environ_base["REMOTE_ADDR"] = "10.0.0.99"
-    response = login(other, PASSWORD)
+def test_lockout_doubles_for_the_same_address(app: Flask, clock: FakeClock) -> None:
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = "10.0.0.7"
+    for _ in range(5):
+        response = login(client, "guess")
     assert response.status_code == 429 and "try again in 60 s" in response.text
     clock.now += 61
     for _ in range(5):
-        response = login(other, "guess")
+        response = login(client, "guess")
     assert response.status_code == 429 and "try again in 120 s" in response.text
 
 

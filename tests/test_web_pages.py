@@ -248,7 +248,7 @@ def test_stopping_the_server_ends_open_preview_streams(app: Flask, ran: Mirror) 
         server.stop()
         hub.close()
     assert thread is not None and not thread.is_alive()
-    assert app.extensions["face_mirror"].preview_clients == 0
+    assert len(app.extensions["face_mirror"].preview) == 0
     stream.close()
 
 

@@ -33,6 +33,7 @@ from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from web_ui.app import create_app
 from web_ui.auth_store import USERNAME, AuthStore
+from web_ui.config import WebConfig
 from web_ui.control import HardwareInfo
 from web_ui.enrollment import Enroller
 from web_ui.identities import IdentityLibrary
@@ -110,6 +111,7 @@ def build_app(
     password: str = PASSWORD,
     must_change: bool = False,
     limiter: LoginLimiter | None = None,
+    config: WebConfig | None = None,
 ) -> Flask:
     AuthStore(mirror.web_dir / "auth.json", FAST_HASH).provision(password, must_change=must_change)
     announced: list[str] = []
@@ -119,6 +121,7 @@ def build_app(
         test_config={"TESTING": True, "PASSWORD_HASH_METHOD": FAST_HASH},
         announce=announced.append,
         limiter=limiter,
+        config=config,
     )
     assert not announced, "an existing account must not be replaced"
     return app

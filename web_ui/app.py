@@ -23,8 +23,10 @@ from web_ui.blueprints import auth, dashboard, health, identities, logs, preview
 from web_ui.config import WebConfig, web_dir
 from web_ui.context import EXTENSION_KEY, WebContext
 from web_ui.control import MirrorControl
+from web_ui.preview_slots import PreviewSlots
 from web_ui.ratelimit import LoginLimiter
 from web_ui.secret_key import load_or_create_secret
+from web_ui.sessions import SessionRegistry
 from web_ui.uploads import MAX_UPLOAD_BYTES
 
 logger = logging.getLogger(__name__)
@@ -74,7 +76,15 @@ def create_app(
     store = AuthStore(directory / AUTH_NAME, app.config["PASSWORD_HASH_METHOD"])
     if not store.exists():
         announce(store.provision())
-    app.extensions[EXTENSION_KEY] = WebContext(control, store, limiter or LoginLimiter(), config)
+    lifetime = app.config["PERMANENT_SESSION_LIFETIME"]
+    app.extensions[EXTENSION_KEY] = WebContext(
+        control,
+        store,
+        limiter or LoginLimiter(),
+        config,
+        SessionRegistry(lifetime.total_seconds()),
+        PreviewSlots(config.max_preview_clients, config.preview_stall_s),
+    )
     csrf.init_app(app)
     security.init_app(app)
     errorpages.init_app(app)

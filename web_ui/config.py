@@ -36,6 +36,12 @@ class WebConfig(BaseModel):
     max_preview_clients: int = Field(
         3, ge=1, le=16, description="Live previews open at once; more get a clear refusal."
     )
+    preview_stall_s: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="A live preview whose client has read nothing for this long is closed.",
+    )
     session_hours: float = Field(12.0, gt=0, le=720, description="A login lasts this long.")
 
     @field_validator("host")

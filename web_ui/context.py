@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flask import Flask, current_app
@@ -11,7 +12,9 @@ from flask import Flask, current_app
 from web_ui.auth_store import AuthStore
 from web_ui.config import WebConfig
 from web_ui.control import MirrorControl
+from web_ui.preview_slots import PreviewSlots
 from web_ui.ratelimit import LoginLimiter
+from web_ui.sessions import SessionRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +27,11 @@ class WebContext:
     auth: AuthStore
     limiter: LoginLimiter
     config: WebConfig
+    sessions: SessionRegistry
+    preview: PreviewSlots
     stopping: threading.Event = field(default_factory=threading.Event)
-    preview_clients: int = 0
-    preview_lock: threading.Lock = field(default_factory=threading.Lock)
+    # set by the server while it serves: closes the connection from (address, port)
+    close_connection: Callable[[str, int], None] | None = None
 
 
 def web_context(app: Flask | None = None) -> WebContext:

@@ -1,13 +1,18 @@
 """Login rate limiting: after ``max_failures`` failures a key is locked, longer each time.
 
-Keys are the client address and the account name, so neither one client
-trying many accounts nor many clients trying one account get far. A success
-clears the keys it names. Memory is bounded: the oldest unlocked records go first,
-so flooding the table with new names does not free a locked one.
+A key is one (account, client address) pair (``attempt_key``; an IPv6 client
+counts as its /64, which one host can fill with addresses), so wrong
+passwords from one address never lock the right one out from another. What
+bounds a spray from many addresses is the ``GlobalSlowdown`` behind it.
+``attempt`` counts a check before the password is compared (so concurrent
+guesses cannot slip past the count) and a success clears it again. Memory is
+bounded: the oldest unlocked records go first, so flooding the table with
+new keys does not free a locked one.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import threading
@@ -16,7 +21,30 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from web_ui.slowdown import GlobalSlowdown
+
 logger = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 64
+IPV6_PREFIX = 64
+
+
+def client_key(address: str | None) -> str:
+    """The client as the limiter counts it: its IPv4 address, or its IPv6 /64."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return address or "?"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/{IPV6_PREFIX}", strict=False))
+    return str(ip)
+
+
+def attempt_key(username: str, client: str) -> str:
+    """The lock-out key of one account name tried from one client."""
+    return f"{username[:MAX_NAME_CHARS].casefold()}|{client}"
 
 
 @dataclass
@@ -37,6 +65,7 @@ class LoginLimiter:
         *,
         max_keys: int = 4096,
         clock: Callable[[], float] = time.monotonic,
+        slowdown: GlobalSlowdown | None = None,
     ) -> None:
         self.max_failures = max_failures
         self.lock_s = lock_s
@@ -45,12 +74,34 @@ class LoginLimiter:
         self._clock = clock
         self._lock = threading.Lock()
         self._records: OrderedDict[str, _Record] = OrderedDict()
+        self.slowdown = slowdown or GlobalSlowdown(clock=clock)
+
+    def attempt(self, key: str, client: str) -> int:
+        """Before checking a password: 0 (go on; counted as a failure until ``succeeded``),
+        or whole seconds to wait, when ``key`` is locked or the global slow-down is on."""
+        with self._lock:
+            wait_s = self._locked_for_unlocked([key], self._clock())
+        if wait_s:
+            return wait_s
+        wait_s = self.slowdown.take(client)
+        if wait_s:
+            return wait_s
+        self.failed([key])
+        return 0
+
+    def logged_in(self, key: str, client: str) -> None:
+        """The password was right: clear ``key`` and trust ``client`` from now on."""
+        self.succeeded([key])
+        self.slowdown.trust(client)
 
     def locked_for(self, keys: Iterable[str]) -> int:
         """Whole seconds until every one of ``keys`` may try again (0: now)."""
         now = self._clock()
         with self._lock:
-            waits = [r.locked_until - now for k in keys if (r := self._records.get(k))]
+            return self._locked_for_unlocked(keys, now)
+
+    def _locked_for_unlocked(self, keys: Iterable[str], now: float) -> int:
+        waits = [r.locked_until - now for k in keys if (r := self._records.get(k))]
         return max([0, *(math.ceil(w) for w in waits if w > 0)])
 
     def failed(self, keys: Iterable[str]) -> None:

@@ -2,9 +2,11 @@
 
 Every endpoint needs a logged-in session except those in ``PUBLIC``; while the
 password must still be changed only ``WHILE_MUST_CHANGE`` are reachable. A
-session is valid while its account ``generation`` is current (a password
-change ends every other login). Session cookies are HttpOnly, SameSite=Lax,
-and Secure whenever the request came over HTTPS.
+session is valid while its login id is open on the server (``web_ui.sessions``:
+logging out and password changes close it) and its account ``generation`` is
+current (a password change ends every other login, across restarts too).
+Session cookies are HttpOnly, SameSite=Lax, and Secure whenever the request
+came over HTTPS.
 """
 
 from __future__ import annotations
@@ -44,8 +46,13 @@ class HttpsAwareSessionInterface(SecureCookieSessionInterface):
 
 
 def logged_in() -> bool:
-    account = web_context().auth.account()
-    return session.get("user") == account.username and session.get("gen") == account.generation
+    ctx = web_context()
+    account = ctx.auth.account()
+    return (
+        session.get("user") == account.username
+        and session.get("gen") == account.generation
+        and ctx.sessions.alive(session.get("sid"))
+    )
 
 
 def _wants_json(req: Request) -> bool:

@@ -3,6 +3,11 @@
 ``serve(app, host, port)`` starts it and returns a ``WebServer``; ``stop()``
 ends the live-preview streams, closes every connection and joins the
 threads. ``port=0`` picks a free port (see ``port`` after ``start()``).
+While it serves, the app can close one client's connection
+(``WebContext.close_connection``: a stalled live preview). The server keeps
+at most ``OUTBUF_HIGH_BYTES`` of a response waiting for a slow client before
+the writing thread waits, so a client that stops reading is noticed soon.
+Socket errors of clients that go away are not logged as tracebacks.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 JOIN_TIMEOUT_S = 5.0
 DEFAULT_THREADS = 8
+OUTBUF_HIGH_BYTES = 1 << 20  # waitress's default is 16 MiB per connection
 
 
 class WebServer(StartStop):
@@ -52,13 +58,17 @@ class WebServer(StartStop):
                 threads=self.threads,
                 ident="face-mirror",
                 clear_untrusted_proxy_headers=True,
+                outbuf_high_watermark=OUTBUF_HIGH_BYTES,
+                log_socket_errors=False,
             )
         except OSError as exc:
             raise OutputError(
                 f"admin UI cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         self.port = int(server.effective_port)
-        web_context(self.app).stopping.clear()
+        ctx = web_context(self.app)
+        ctx.stopping.clear()
+        ctx.close_connection = self.close_connection
         self._server = server
         self._thread = threading.Thread(target=server.run, name="admin-ui", daemon=True)
         self._thread.start()
@@ -69,7 +79,9 @@ class WebServer(StartStop):
         thread, self._thread = self._thread, None
         if server is None:
             return
-        web_context(self.app).stopping.set()
+        ctx = web_context(self.app)
+        ctx.stopping.set()
+        ctx.close_connection = None
         # close every socket from the server's own loop thread, which then ends
         server.trigger.pull_trigger(lambda: close_all(server._map))
         if thread is not None:
@@ -77,6 +89,20 @@ class WebServer(StartStop):
             if thread.is_alive():
                 logger.warning("admin UI thread did not stop within %s s", JOIN_TIMEOUT_S)
         server.task_dispatcher.shutdown(timeout=JOIN_TIMEOUT_S)
+
+    def close_connection(self, host: str, port: int) -> None:
+        """Close the connection from ``host:port`` (from the server's loop thread), if open."""
+        server = self._server
+        if server is not None:
+            server.trigger.pull_trigger(lambda: _close_channel(server, host, port))
+
+
+def _close_channel(server: Any, host: str, port: int) -> None:
+    for channel in list(server.active_channels.values()):
+        if tuple(channel.addr[:2]) == (host, port):
+            logger.info("closing the connection from %s port %s", host, port)
+            channel.handle_close()
+            return
 
 
 def serve(app: Flask, host: str, port: int, threads: int = DEFAULT_THREADS) -> WebServer:

@@ -1,4 +1,9 @@
-"""Log in (rate-limited), log out, and change the password (forced at the first login)."""
+"""Log in (rate-limited), log out, and change the password (forced at the first login).
+
+The login and the password form share one lock-out per (account, client
+address) and the global slow-down (``web_ui.ratelimit``). Logging out
+closes the login on the server; a password change closes every other one.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from flask.typing import ResponseReturnValue
 from web_ui.context import web_context
 from web_ui.csrf import new_token
 from web_ui.errors import PasswordError, WrongPasswordError
+from web_ui.ratelimit import attempt_key, client_key
 from web_ui.security import logged_in
 
 logger = logging.getLogger(__name__)
@@ -18,16 +24,21 @@ bp = Blueprint("auth", __name__)
 
 WRONG = "Wrong user name or password."
 LOCKED = "Too many attempts; try again in {seconds} s."
-MAX_NAME_CHARS = 64
 
 
-def _keys(username: str) -> list[str]:
-    return [f"ip:{request.remote_addr or '?'}", f"user:{username[:MAX_NAME_CHARS].casefold()}"]
+def _client() -> str:
+    return client_key(request.remote_addr)
 
 
 def _locked(seconds: int, username: str) -> ResponseReturnValue:
     message = LOCKED.format(seconds=seconds)
     page = render_template("login.html", error=message, username=username)
+    return page, 429, {"Retry-After": str(seconds)}
+
+
+def _password_locked(seconds: int, forced: bool) -> ResponseReturnValue:
+    errors = {"current": LOCKED.format(seconds=seconds)}
+    page = render_template("password.html", errors=errors, forced=forced)
     return page, 429, {"Retry-After": str(seconds)}
 
 
@@ -44,18 +55,18 @@ def _attempt() -> ResponseReturnValue:
     ctx = web_context()
     username = request.form.get("username", "").strip()
     password = request.form.get("password", "")
-    keys = _keys(username)
-    wait_s = ctx.limiter.locked_for(keys)
+    client = _client()
+    key = attempt_key(username, client)
+    wait_s = ctx.limiter.attempt(key, client)
     if wait_s:
         return _locked(wait_s, username)
     if not ctx.auth.verify(username, password):
-        ctx.limiter.failed(keys)
         logger.warning("failed admin login from %s", request.remote_addr)
-        wait_s = ctx.limiter.locked_for(keys)
+        wait_s = ctx.limiter.locked_for([key])
         if wait_s:
             return _locked(wait_s, username)
         return render_template("login.html", error=WRONG, username=username), 401
-    ctx.limiter.succeeded(keys)
+    ctx.limiter.logged_in(key, client)
     return _logged_in()
 
 
@@ -65,6 +76,7 @@ def _logged_in() -> ResponseReturnValue:
     session.permanent = True
     session["user"] = account.username
     session["gen"] = account.generation
+    session["sid"] = web_context().sessions.open()
     new_token()
     logger.info("admin logged in from %s", request.remote_addr)
     if account.must_change:
@@ -75,6 +87,7 @@ def _logged_in() -> ResponseReturnValue:
 
 @bp.post("/logout")
 def logout() -> ResponseReturnValue:
+    web_context().sessions.close(session.get("sid"))
     session.clear()
     new_token()
     flash("Logged out.", "info")
@@ -92,14 +105,29 @@ def password() -> ResponseReturnValue:
     errors: dict[str, str] = {}
     if new != request.form.get("confirm", ""):
         errors["confirm"] = "The two new passwords are not the same."
-    else:
-        try:
-            account = ctx.auth.change(current, new)
-        except PasswordError as exc:
-            field = "current" if isinstance(exc, WrongPasswordError) else "new"
-            errors[field] = str(exc).capitalize() + "."
+        return render_template("password.html", errors=errors, forced=forced), 400
+    client = _client()
+    key = attempt_key(ctx.auth.account().username, client)
+    wait_s = ctx.limiter.attempt(key, client)
+    if wait_s:
+        return _password_locked(wait_s, forced)
+    try:
+        account = ctx.auth.change(current, new)
+    except WrongPasswordError as exc:
+        logger.warning("wrong current password on the password form from %s", request.remote_addr)
+        wait_s = ctx.limiter.locked_for([key])
+        if wait_s:
+            return _password_locked(wait_s, forced)
+        errors["current"] = str(exc).capitalize() + "."
+    except PasswordError as exc:  # the current one was right: a bad new one is no guess
+        ctx.limiter.succeeded([key])
+        errors["new"] = str(exc).capitalize() + "."
     if errors:
         return render_template("password.html", errors=errors, forced=forced), 400
+    ctx.limiter.logged_in(key, client)
+    closed = ctx.sessions.close_all()
+    logger.info("password changed: %s login(s) closed, this one reopened", closed)
     session["gen"] = account.generation
+    session["sid"] = ctx.sessions.open()
     flash("Password changed.", "ok")
     return redirect(url_for("dashboard.index"))

@@ -1,18 +1,22 @@
 """The live preview: the labelled output as MJPEG, and as a single JPEG, for logged-in staff.
 
 Each open stream holds a server thread, so at most ``max_preview_clients``
-stream at once; a stream ends when the pipeline stops or the server shuts down.
+stream at once (``web_ui.preview_slots``: a client that stops reading loses its
+slot after ``preview_stall_s``); a stream ends when the pipeline stops, the
+server shuts down or its client goes away.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 
-from flask import Blueprint, Response, abort, render_template
+from flask import Blueprint, Response, abort, render_template, request
 from flask.typing import ResponseReturnValue
 
 from web_ui.context import WebContext, web_context
+from web_ui.preview_slots import PreviewSlot
 
 logger = logging.getLogger(__name__)
 
@@ -40,41 +44,34 @@ def frame() -> ResponseReturnValue:
 @bp.get("/preview.mjpg")
 def stream() -> ResponseReturnValue:
     ctx = web_context()
-    with ctx.preview_lock:
-        if ctx.preview_clients >= ctx.config.max_preview_clients:
-            abort(503, description=BUSY)
-        ctx.preview_clients += 1
+    addr, port = request.environ.get("REMOTE_ADDR", "?"), request.environ.get("REMOTE_PORT")
+    disconnect = None
+    if ctx.close_connection is not None and port and str(port).isdigit():
+        disconnect = functools.partial(ctx.close_connection, addr, int(port))
+    slot = ctx.preview.acquire(f"{addr}:{port}", disconnect)
+    if slot is None:
+        abort(503, description=BUSY)
     response = Response(
-        _parts(ctx),
+        _parts(ctx, slot),
         mimetype=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
         headers={"X-Accel-Buffering": "no"},
     )
-    response.call_on_close(_Release(ctx))
+    response.call_on_close(slot.release)
     return response
 
 
-class _Release:
-    """Frees the stream's client slot once, when the server closes the response."""
-
-    def __init__(self, ctx: WebContext) -> None:
-        self.ctx = ctx
-        self.done = False
-
-    def __call__(self) -> None:
-        with self.ctx.preview_lock:
-            if not self.done:
-                self.done = True
-                self.ctx.preview_clients -= 1
-
-
-def _parts(ctx: WebContext) -> Iterator[bytes]:
-    """The latest frame at once, then each newer one, until the pipeline or the server stops."""
+def _parts(ctx: WebContext, slot: PreviewSlot) -> Iterator[bytes]:
+    """The latest frame at once, then each newer one, until the pipeline or the server stops
+    or the slot is taken back."""
     sent = 0
     latest = ctx.control.preview_jpeg()
     if latest is not None:
         sent, data = latest
         yield _part(data)
-    while not ctx.stopping.is_set():
+        slot.sent()
+    while not ctx.stopping.is_set() and not slot.stalled:
+        slot.touch()
+        ctx.preview.reap()
         seq = ctx.control.wait_preview(sent, WAIT_S)
         if seq is None:
             return
@@ -83,6 +80,7 @@ def _parts(ctx: WebContext) -> Iterator[bytes]:
             continue
         sent, data = latest
         yield _part(data)
+        slot.sent()
 
 
 def _part(data: bytes) -> bytes:
