@@ -16,6 +16,7 @@ from pathlib import Path
 from appliance.hardware.backend_check import Chooser, check_backends
 from appliance.hardware.doctor_verdict import problems_and_warnings
 from appliance.hardware.facts import HardwareFacts
+from appliance.hardware.install_check import check_install
 from appliance.hardware.match import MatchResult, match_profile
 from appliance.hardware.model_check import check_models
 from appliance.hardware.nvidia import NvmlLoader, Runner, load_nvml, run_command
@@ -96,6 +97,7 @@ def run_doctor(
         thermal=read_sensors(
             root, profile.thermal, live=live, nvml_loader=probes.nvml_loader, runner=probes.runner
         ),
+        install=check_install(profile.install),
     )
     problems, warnings = problems_and_warnings(report, matched=_matched(result), live=live)
     for line in problems:

@@ -66,10 +66,19 @@ def _thermal(report: DoctorReport) -> list[str]:
     return lines
 
 
+def _install(report: DoctorReport) -> list[str]:
+    i = report.install
+    extras = ", ".join(i.extras) or "none"
+    state = "complete" if not (i.missing or i.conflicts) else "incomplete (see the warnings)"
+    system = "yes" if i.system_site_packages else "no"
+    wanted = " (the profile wants them)" if i.system_site_packages_wanted else ""
+    return [f"install   extras {extras}: {state}; system packages visible: {system}{wanted}"]
+
+
 def render_text(report: DoctorReport) -> str:
     verdict = "the mirror can run here" if report.ok else "the mirror CANNOT run here"
     lines = [f"mirror doctor: {verdict}"]
-    for part in (_profile, _facts, _backends, _models, _peripherals, _thermal):
+    for part in (_profile, _facts, _backends, _models, _peripherals, _thermal, _install):
         lines += part(report)
     lines += [f"warning   {w}" for w in report.warnings]
     lines += [f"PROBLEM   {p}" for p in report.problems]

@@ -11,6 +11,7 @@ from appliance.hardware.report import (
     DisplayReport,
     DoctorReport,
     GpioReport,
+    InstallReport,
     ModelsReport,
     ThermalReport,
 )
@@ -47,6 +48,22 @@ def _backend_warnings(backends: BackendsReport) -> list[str]:
         f"backend {backends.chosen} instead of {backends.order[0]} "
         f"({failed or 'no reason given'}); it runs slower"
     ]
+
+
+def _install_warnings(install: InstallReport) -> list[str]:
+    lines = list(install.conflicts)
+    if install.missing:
+        lines.append(
+            f"this Python lacks what the profile's extras ({', '.join(install.extras)}) need: "
+            f"{', '.join(install.missing)}; install with: {install.command}"
+        )
+    if install.system_site_packages_wanted and not install.system_site_packages:
+        lines.append(
+            "this venv does not see the system's Python packages (Picamera2, JetPack's cv2 "
+            "and TensorRT come from there): recreate it with `python3 -m venv "
+            "--system-site-packages`, or let `mirror provision` make it"
+        )
+    return lines
 
 
 def _camera_warnings(camera: CameraReport) -> list[str]:
@@ -108,4 +125,6 @@ def problems_and_warnings(
         + _gpio_warnings(report.gpio)
         + _thermal_warnings(report.thermal)
     )
+    if live:  # the install check is about this Python, which a probed root does not run
+        warnings += _install_warnings(report.install)
     return problems, warnings

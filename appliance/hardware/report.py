@@ -76,6 +76,15 @@ class ModelsReport(_Frozen):
     roles: list[RoleReport]
 
 
+class InstallReport(_Frozen):
+    extras: list[str] = Field(description="The project's extras the profile asks for.")
+    missing: list[str] = Field(description="Requirements of those extras not met here.")
+    conflicts: list[str] = Field(description="Distributions that must not be installed together.")
+    system_site_packages_wanted: bool
+    system_site_packages: bool = Field(description="Whether this venv sees the OS's packages.")
+    command: str | None = Field(description="The command that installs what is missing.")
+
+
 class CameraReport(_Frozen):
     device: str
     found: bool
@@ -130,6 +139,7 @@ class DoctorReport(_Frozen):
     display: DisplayReport
     gpio: GpioReport
     thermal: ThermalReport
+    install: InstallReport = Field(description="This Python environment against the profile.")
 
 
 def doctor_json_schema() -> dict[str, Any]:
