@@ -48,6 +48,10 @@ class InputError(MirrorError, ValueError):
     """An input image or video cannot be read."""
 
 
+class ImageTooLargeError(InputError):
+    """An image has more pixels than the appliance decodes (checked from its header)."""
+
+
 class NoFaceError(InputError):
     """An image that must show a face shows none (or none usable)."""
 

@@ -75,3 +75,56 @@ def copy_verified(
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (after resolving links, or one inode)."""
+    a, b = Path(a).expanduser(), Path(b).expanduser()
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def refuse_same_file(output: Path, *inputs: Path) -> None:
+    """Raise ``OutputError`` when ``output`` is one of ``inputs``: it would destroy it."""
+    for source in inputs:
+        if same_file(output, source):
+            raise OutputError(
+                f"cannot write {output}: it is the input {source}; choose another output file"
+            )
+
+
+def temp_beside(path: Path) -> Path:
+    """A new empty temporary file in ``path``'s folder, with ``path``'s suffix.
+
+    Written there and renamed over ``path`` once complete, an output is never
+    seen half-written, and a failure leaves the old ``path`` as it was.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    return Path(name)
+
+
+def publish(tmp: Path, path: Path, mode: int = 0o644) -> None:
+    """Flush ``tmp`` to the disk and rename it over ``path``; ``tmp`` is removed on failure."""
+    try:
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        discard(tmp)
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def discard(tmp: Path) -> None:
+    """Remove a temporary file, if it is still there."""
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)

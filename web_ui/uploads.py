@@ -19,12 +19,12 @@ import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
 from appliance.vision.analyzer import decode_image
+from appliance.vision.pixel_limit import MAX_PIXELS, bomb_message, too_many_pixels
 from web_ui.errors import UploadError
 
 logger = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
-MAX_PIXELS = 25_000_000
 MAX_STORED_SIDE = 2048  # stored photos are scaled down to this (the swap uses at most 512)
 STORED_JPEG_QUALITY = 95
 SUPPORTED = "JPEG, PNG or WebP"
@@ -54,7 +54,7 @@ def check_upload(data: bytes, filename: str = "", content_type: str = "") -> BGR
     if image is None:
         raise UploadError("the photo is damaged and cannot be read: export it again")
     if image.shape[1] * image.shape[0] > MAX_PIXELS:  # EXIF rotation does not change the count
-        raise UploadError(_too_many_pixels(size))
+        raise UploadError(too_many_pixels(size))
     return image
 
 
@@ -83,15 +83,12 @@ def _sniff(data: bytes) -> tuple[str, tuple[int, int]]:
             if fmt not in FORMATS:
                 raise UploadError(f"{fmt} images are not supported: upload a {SUPPORTED} photo")
             if size[0] * size[1] > MAX_PIXELS:
-                raise UploadError(_too_many_pixels(size))
+                raise UploadError(too_many_pixels(size))
             img.verify()
     except UploadError:
         raise
     except Image.DecompressionBombError as exc:  # Pillow's own guard, far above ours
-        raise UploadError(
-            "the image claims far too many pixels (a decompression bomb?): "
-            f"upload a photo of at most {MAX_PIXELS // 1_000_000} megapixels"
-        ) from exc
+        raise UploadError(bomb_message()) from exc
     except UnidentifiedImageError as exc:
         raise UploadError(f"this file is not an image: upload a {SUPPORTED} photo") from exc
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
@@ -110,11 +107,3 @@ def _check_declared(fmt: str, filename: str, content_type: str) -> None:
     declared = content_type.split(";", 1)[0].strip().lower()
     if declared not in _NEUTRAL_TYPES and declared not in types:
         raise UploadError(f"the file was sent as {declared} but is a {fmt} image")
-
-
-def _too_many_pixels(size: tuple[int, int]) -> str:
-    width, height = size
-    return (
-        f"the photo is {width}x{height} ({width * height / 1e6:.0f} megapixels): "
-        f"at most {MAX_PIXELS // 1_000_000} megapixels"
-    )

@@ -1,14 +1,21 @@
-"""Write frames to an mp4 file (MPEG-4 part 2, ``mp4v``) with OpenCV."""
+"""Write frames to an mp4 file (MPEG-4 part 2, ``mp4v``) with OpenCV.
+
+OpenCV's writer reports no write errors (a full disk leaves a file without
+its index, unplayable), so the frames go to a temporary file beside the
+target; after the writer is closed that file is re-opened and its frame
+count checked, and only then renamed over the target. A failure leaves the
+old file (if any) untouched and no temporary file behind.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 
 import cv2
 
 from appliance.errors import ConfigError, OutputError
+from appliance.fileio import discard, publish, temp_beside
 from appliance.media.sink_base import FrameSink
 from appliance.pipeline.frames import Frame, Image
 
@@ -18,24 +25,12 @@ FOURCC = "mp4v"
 
 
 def check_writable(path: Path) -> None:
-    """Raise ``OutputError`` unless ``path`` can be created or overwritten."""
+    """Raise ``OutputError`` unless ``path`` can be created or replaced (nothing is left)."""
     if path.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write {path}: cannot create {path.parent}: {exc.strerror or exc}"
-        ) from exc
-    existed = path.exists()
-    try:
-        with path.open("ab"):
-            pass
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    if not existed:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    if path.parent.exists() and not path.parent.is_dir():
+        raise OutputError(f"cannot write {path}: {path.parent} is not a directory")
+    discard(temp_beside(path))
 
 
 def _fit(image: Image, size: tuple[int, int]) -> Image:
@@ -49,7 +44,9 @@ class VideoFileSink(FrameSink):
 
     Frames of another size are resized to it. ``start()`` checks the path is
     writable before any work and raises ``OutputError`` if not; a writer that
-    cannot be opened raises ``OutputError`` too.
+    cannot be opened raises ``OutputError`` too. ``stop()`` finishes the file
+    and puts it in place, or raises ``OutputError`` (the old file kept);
+    ``discard()`` drops what was written instead.
     """
 
     def __init__(self, path: str | Path, fps: float, size: tuple[int, int] | None = None) -> None:
@@ -62,20 +59,26 @@ class VideoFileSink(FrameSink):
         self.fps = float(fps)
         self.size = size
         self._writer: cv2.VideoWriter | None = None
+        self._tmp: Path | None = None
+        self._written = 0  # frames in the temporary file
 
     def __repr__(self) -> str:
         return f"VideoFileSink({str(self.path)!r})"
 
     def _on_start(self) -> None:
         check_writable(self.path)
+        self._tmp = temp_beside(self.path)
+        self._written = 0
         if self.size is not None:
             self._writer = self._open(self.size)
 
     def _open(self, size: tuple[int, int]) -> cv2.VideoWriter:
+        assert self._tmp is not None
         fourcc = cv2.VideoWriter.fourcc(*FOURCC)
-        writer = cv2.VideoWriter(str(self.path), fourcc, self.fps, size)
+        writer = cv2.VideoWriter(str(self._tmp), fourcc, self.fps, size)
         if not writer.isOpened():
             writer.release()
+            self.discard()
             raise OutputError(
                 f"cannot write {self.path}: OpenCV could not open an {FOURCC} video writer "
                 f"for {size[0]}x{size[1]} @ {self.fps:g} fps"
@@ -92,9 +95,62 @@ class VideoFileSink(FrameSink):
         if self._writer is None:
             self._writer = self._open(size)
         self._writer.write(_fit(image, size))
+        self._written += 1
+
+    def discard(self) -> None:
+        """Close the writer and drop the temporary file: the target stays as it was."""
+        writer, self._writer = self._writer, None
+        tmp, self._tmp = self._tmp, None
+        if writer is not None:
+            writer.release()
+        if tmp is not None:
+            discard(tmp)
+            logger.info("%s: discarded (%s frames not kept)", self.path, self._written)
 
     def _on_stop(self) -> None:
         writer, self._writer = self._writer, None
+        tmp, self._tmp = self._tmp, None
         if writer is not None:
             writer.release()
-            logger.info("%s: closed after %s frames", self.path, self.frames_written)
+        if tmp is None:
+            return
+        if self._written == 0:
+            discard(tmp)
+            logger.warning("%s: no frames were written; the file was not made", self.path)
+            return
+        try:
+            check_video(tmp, self._written)
+        except OutputError as exc:
+            discard(tmp)
+            raise OutputError(f"cannot write {self.path}: {exc}") from None
+        publish(tmp, self.path)
+        logger.info("%s: closed after %s frames", self.path, self._written)
+
+
+def check_video(path: Path, frames: int) -> None:
+    """Raise ``OutputError`` unless ``path`` opens, holds ``frames`` frames, its last decodes."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            raise OutputError(
+                f"the finished video cannot be read back ({_size_of(path)}; is the disk full?)"
+            )
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        if count != frames:
+            raise OutputError(
+                f"the finished video holds {count} of the {frames} frames written "
+                f"({_size_of(path)}; is the disk full?)"
+            )
+        cap.set(cv2.CAP_PROP_POS_FRAMES, frames - 1)
+        ok, _image = cap.read()
+        if not ok:
+            raise OutputError(f"the last of the {frames} frames cannot be read back")
+    finally:
+        cap.release()
+
+
+def _size_of(path: Path) -> str:
+    try:
+        return f"{path.stat().st_size} bytes"
+    except OSError:
+        return "size unknown"

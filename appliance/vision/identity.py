@@ -15,6 +15,7 @@ from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
 from appliance.vision.occlusion import occluders
+from appliance.vision.pixel_limit import READABLE, check_image_file
 from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
 
@@ -53,9 +54,10 @@ def read_image(path: Path) -> npt.NDArray[np.uint8]:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if not data:
         raise InputError(f"{path}: empty file")
+    check_image_file(path)  # from the header: a decompression bomb is never decoded
     image = decode_image(data)
     if image is None:
-        raise InputError(f"{path}: not a readable image (PNG, JPEG, BMP, WebP, TIFF)")
+        raise InputError(f"{path}: not a readable image ({READABLE})")
     return image
 
 
