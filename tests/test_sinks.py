@@ -249,3 +249,38 @@ def test_preview_port_in_use_raises_output_error(server: PreviewServer) -> None:
     with pytest.raises(OutputError, match=str(server.port)):
         second.start()
     assert not second.started
+
+
+def _leave(port: int, path: str, read: bool, reset: bool) -> None:
+    """A client that asks for ``path`` and goes away (reading a little first, or not)."""
+    import socket
+    import struct
+
+    conn = socket.create_connection(("127.0.0.1", port), timeout=5.0)
+    conn.sendall(f"GET {path} HTTP/1.1\r\nHost: preview\r\n\r\n".encode("ascii"))
+    if read:
+        conn.recv(100)
+    if reset:  # close with RST, as a killed browser tab does
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+def test_preview_clients_that_leave_mid_stream_print_no_traceback(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with PreviewServer(port=0) as srv:
+        feeder = Feeder(srv, (640, 480))
+        try:
+            time.sleep(0.1)
+            for path in ("/stream.mjpg", "/frame.jpg", "/"):
+                for read in (True, False):
+                    for reset in (True, False):
+                        _leave(srv.port, path, read, reset)
+                        time.sleep(0.15)  # the server writes into the closed connection
+            response = get(srv.url + "stream.mjpg")  # still serving
+            assert len(read_parts(response, 2)) == 2
+            response.close()
+        finally:
+            feeder.close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error" not in err, err

@@ -3,7 +3,9 @@
 ``/`` is a tiny page showing ``/stream.mjpg`` (multipart/x-mixed-replace);
 ``/frame.jpg`` is the latest frame alone (503 until there is one). The
 server runs the standard library's ``ThreadingHTTPServer`` in a daemon
-thread; ``write()`` never waits for a client (see ``LatestJpeg``).
+thread; ``write()`` never waits for a client (see ``LatestJpeg``). A client
+that leaves (closes the tab, resets the connection, stops reading) is logged
+at debug level, never printed as a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +53,14 @@ class _Server(ThreadingHTTPServer):
         self.clients: set[socket.socket] = set()
         self.clients_lock = threading.Lock()
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: object, client_address: Any) -> None:
+        """A client that left is normal (debug log); anything else is logged with its trace."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # BrokenPipe, ConnectionReset, timeout
+            logger.debug("preview client %s left: %s", client_address, exc)
+        else:
+            logger.error("preview request from %s failed", client_address, exc_info=exc)
 
     def drop_clients(self) -> None:
         """Shut every streaming connection so its handler thread ends at once."""
