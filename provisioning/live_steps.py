@@ -16,7 +16,6 @@ missing), and is skipped with the reason when its tool is absent.
 from __future__ import annotations
 
 import logging
-import pwd
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
@@ -31,20 +30,17 @@ UDEV_SUBSYSTEMS = ("video4linux", "usb", "apex")
 AT_BOOT = "not the running system: systemd does this at boot"
 
 
-def user_exists(name: str) -> bool:
+def user_exists(layout: Layout, name: str) -> bool:
+    """``name`` is in the root's ``/etc/passwd`` (the running system's when the root is /)."""
     try:
-        pwd.getpwnam(name)
-    except KeyError:
+        lines = layout.host(PurePosixPath("/etc/passwd")).read_text(encoding="utf-8").splitlines()
+    except OSError:
         return False
-    return True
+    return any(line.split(":", 1)[0] == name for line in lines)
 
 
 def live_actions(
-    layout: Layout,
-    changed: set[PurePosixPath],
-    *,
-    which: Which = shutil.which,
-    has_user: Callable[[str], bool] = user_exists,
+    layout: Layout, changed: set[PurePosixPath], *, which: Which = shutil.which
 ) -> list[Action]:
     """``changed``: the device paths the plan writes (create or update)."""
     trigger = ["udevadm", "trigger", "--action=change"]
@@ -53,7 +49,7 @@ def live_actions(
         (
             SYSUSERS,
             (("systemd-sysusers", str(SYSUSERS)),),
-            SYSUSERS in changed or not has_user(SERVICE_USER),
+            SYSUSERS in changed or not user_exists(layout, SERVICE_USER),
         ),
         (UDEV_RULES, (("udevadm", "control", "--reload"), tuple(trigger)), UDEV_RULES in changed),
     ]
