@@ -70,3 +70,20 @@ def test_the_registry_closes_expired_and_oldest_logins() -> None:
     registry.close(c)
     assert not registry.alive(c) and registry.alive(d)
     assert registry.close_all() == 1 and not registry.alive(d)
+
+
+def test_a_state_change_from_another_site_is_refused(app: Flask, mirror: Mirror) -> None:
+    client = app.test_client()
+    login(client)
+    token = _csrf(client)
+    form = {"enabled": "false", "csrf_token": token}
+    statuses = {}
+    for origin in ("http://evil.example", "null", "http://localhost"):
+        mirror.control.set_swapping(True)
+        response = client.post("/swapping", data=form, headers={"Origin": origin})
+        statuses[origin] = (response.status_code, mirror.control.swapping_enabled)
+    assert statuses == {
+        "http://evil.example": (400, True),  # refused: swapping still on
+        "null": (302, False),  # a browser under our no-referrer policy
+        "http://localhost": (302, False),  # our own page
+    }
