@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import types
+from concurrent.futures import Future
 from typing import Any
 
 import cv2
@@ -34,16 +35,32 @@ from tests.waiting import wait_for
 
 
 class FakeCsiCamera:
-    """The sensor behind the fake module: frames in a loop, present or not."""
+    """The sensor behind the fake module: frames in a loop, present or not.
 
-    def __init__(self, images: list[np.ndarray]) -> None:
+    Like Picamera2, ``capture_array(wait=False)`` gives a job (a future) that the
+    next frame completes and ``wait(job, timeout)`` waits for it, raising the
+    future's timeout when none came. With ``stall_after`` set, each opened camera
+    gives that many frames and then none (a stalled sensor), until it is opened again.
+    """
+
+    def __init__(self, images: list[np.ndarray], period_s: float = 0.005) -> None:
         self.images = images
+        self.period_s = period_s
         self.present = True
+        self.stall_after: int | None = None
+        self.jobs = 0  # frames asked for
         self.opened = 0
         self.closed = 0
         self.configs: list[dict[str, Any]] = []
         self._next = 0
         self._lock = threading.Lock()
+
+    def next_image(self) -> np.ndarray:
+        with self._lock:
+            image = self.images[self._next % len(self.images)]
+            self._next += 1
+        copy: np.ndarray = np.array(image, copy=True)
+        return copy
 
     def module(self) -> types.ModuleType:
         camera = self
@@ -54,6 +71,7 @@ class FakeCsiCamera:
                     raise IndexError("list index out of range")  # what picamera2 raises
                 camera.opened += 1
                 self.running = False
+                self.delivered = 0
 
             def create_video_configuration(self, **kwargs: Any) -> dict[str, Any]:
                 return kwargs
@@ -64,13 +82,22 @@ class FakeCsiCamera:
             def start(self) -> None:
                 self.running = True
 
-            def capture_array(self, name: str = "main") -> np.ndarray:
+            def capture_array(self, name: str = "main", wait: Any = None) -> Any:
+                job: Future[np.ndarray] = Future()
+                camera.jobs += 1
+                stalled = camera.stall_after is not None and self.delivered >= camera.stall_after
+                if not stalled:  # the sensor's next frame completes the job
+                    threading.Timer(camera.period_s, self._complete, (job,)).start()
+                return job if wait is False else self.wait(job, None if wait is None else wait)
+
+            def _complete(self, job: Future[np.ndarray]) -> None:
+                self.delivered += 1
+                job.set_result(camera.next_image())
+
+            def wait(self, job: Future[np.ndarray], timeout: float | None = None) -> np.ndarray:
                 if not camera.present or not self.running:
                     raise RuntimeError("Camera frontend has timed out!")
-                with camera._lock:
-                    image = camera.images[camera._next % len(camera.images)]
-                    camera._next += 1
-                return image.copy()
+                return job.result(timeout=timeout)  # a stalled job times out
 
             def stop(self) -> None:
                 self.running = False

@@ -85,7 +85,11 @@ def test_every_page_needs_a_login(app: Flask) -> None:
 
 def test_health_and_metrics_need_no_login(app: Flask) -> None:
     client = app.test_client()
-    assert client.get("/healthz").json == {"status": "degraded", "running": False}
+    assert client.get("/healthz").json == {
+        "status": "degraded",
+        "running": False,
+        "reason": "the pipeline is not running",
+    }
     assert client.get("/metrics").status_code == 200
 
 

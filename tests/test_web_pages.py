@@ -143,11 +143,23 @@ def test_healthz_needs_no_login_and_tells_no_secrets(app: Flask, ran: Mirror) ->
     anonymous = app.test_client()
     response = anonymous.get("/healthz")
     assert response.status_code == 503
-    assert response.json == {"status": "degraded", "running": False}
+    assert response.json == {
+        "status": "degraded",
+        "running": False,
+        "reason": "the pipeline is not running",
+    }
     ran.telemetry.set_running(True, "test")
     try:
         response = anonymous.get("/healthz")
         assert response.status_code == 200 and response.json == {"status": "ok", "running": True}
+        ran.telemetry.camera_lost("camera /dev/video9 not found (is it plugged in?)")
+        response = anonymous.get("/healthz")
+        assert response.status_code == 503 and response.json == {
+            "status": "degraded",
+            "running": True,
+            "reason": "camera missing: camera /dev/video9 not found (is it plugged in?)",
+        }
+        ran.telemetry.camera_ok()
     finally:
         ran.telemetry.set_running(False, "test")
 

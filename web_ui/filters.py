@@ -27,7 +27,7 @@ def duration(seconds: float) -> str:
 
 _FORMATS: dict[str, Callable[[Any], str]] = {
     "bool": lambda v: "yes" if v else "no",
-    "camera": lambda v: "connected" if v else "lost",
+    "camera": lambda v: "connected" if v else "missing",
     "fps": lambda v: f"{float(v):.1f}",
     "ms": lambda v: f"{float(v):.0f} ms",
     "duration": lambda v: duration(float(v)),

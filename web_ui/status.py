@@ -34,6 +34,24 @@ def health(snap: TelemetrySnapshot) -> str:
     return "ok" if snap.running and snap.camera.connected else "degraded"
 
 
+def camera_problem(snap: TelemetrySnapshot) -> str:
+    """Why the camera delivers no frames (the reason of the last camera loss), or ""."""
+    if snap.camera.connected:
+        return ""
+    lost = [
+        t.reason for t in snap.transitions if t.subject == "camera" and t.to_state != "connected"
+    ]
+    return lost[-1] if lost else "no frames from the camera"
+
+
+def health_reason(snap: TelemetrySnapshot) -> str:
+    """Why ``health`` is "degraded" (the camera named when it is missing), or "" when ok."""
+    if not snap.running:
+        return "the pipeline is not running"
+    problem = camera_problem(snap)
+    return f"camera missing: {problem}" if problem else ""
+
+
 def status(control: MirrorControl) -> dict[str, Any]:
     """JSON-ready: telemetry, hardware, identity and the derived totals the dashboard shows."""
     snap = control.snapshot()
@@ -70,6 +88,10 @@ def warnings(snap: TelemetrySnapshot) -> list[str]:
         out.append(f"The device is {thermal}: quality is lowered to cool it down.")
     if snap.thermal.alert:
         out.append(f"Thermal sensors: {snap.thermal.alert}")
-    if not snap.camera.connected:
-        out.append("The camera is not delivering frames.")
+    problem = camera_problem(snap)
+    if problem:
+        out.append(
+            f"Camera missing: {problem}. The mirror shows the camera screen and picks the "
+            "camera up by itself once it delivers frames."
+        )
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from appliance.hardware.profile import HardwareProfile
+from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_open import open_camera
 from appliance.media.camera_source import CameraSource
 from appliance.media.display import open_display
@@ -22,14 +23,16 @@ from web_ui.config import load_web_config, web_dir
 
 def open_run_source(args: argparse.Namespace, profile: HardwareProfile) -> tuple[FrameSource, bool]:
     """The source, and whether it is a live camera (a camera is flipped into a mirror image
-    when the profile's display says so, before anything is drawn on it)."""
+    when the profile's display says so, before anything is drawn on it). A camera that is
+    missing at start is waited for (see ``AwaitedSource``); a file that cannot be opened
+    still fails the run."""
     size = parse_size(args.size)
     mirror = profile.display.mirror
     if args.source == "camera":
-        return open_camera(profile.capture, mirror=mirror), True
+        return AwaitedSource(open_camera(profile.capture, mirror=mirror)), True
     source = open_source(args.source, size=size, fps=args.fps, frames=args.frames)
     if isinstance(source, CameraSource):
-        return (MirroredSource(source) if mirror else source), True
+        return AwaitedSource(MirroredSource(source) if mirror else source), True
     return source, False
 
 

@@ -29,6 +29,14 @@ def _csi_number(spec: CaptureSpec) -> int:
     )
 
 
+def is_camera(source: FrameSource) -> bool:
+    """Whether ``source`` is a live camera, also behind the mirroring and waiting wrappers."""
+    inner = getattr(source, "inner", None)
+    if isinstance(inner, FrameSource):
+        return is_camera(inner)
+    return isinstance(source, CameraSource | Picamera2Source)
+
+
 def open_camera(spec: CaptureSpec, *, mirror: bool = False) -> FrameSource:
     """A (not yet started) camera source for ``spec``; flipped when ``mirror``."""
     source: FrameSource

@@ -8,6 +8,12 @@ read raises ``SourceError``; every later read tries to open it again and
 raises ``SourceError`` while it is still gone, so the caller's back-off
 paces the attempts (the pipeline's capture thread backs off up to a second).
 The first frame after reopening ends the gap.
+
+A camera that stalls (still there, but no frame comes) counts as lost too:
+OpenCV's V4L2 backend waits ``OPENCV_VIDEOIO_V4L_SELECT_TIMEOUT`` seconds
+for a frame (10 by default, set to 1 here unless the environment sets it),
+a failed read within ``stall_s`` of the last frame is a timeout, and after
+``stall_s`` without a frame the capture is released and opened again.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ from appliance.pipeline.frames import Frame
 logger = logging.getLogger(__name__)
 
 _VIDEO_NODE = re.compile(r"^/dev/video(\d+)$")
+
+STALL_S = 2.0  # no frame for this long: the camera counts as lost and is opened again
+# OpenCV's V4L2 backend reads this once, at the first frame: a stalled camera's read then
+# returns after 1 s instead of 10 (and a stop is never held up longer than that).
+os.environ.setdefault("OPENCV_VIDEOIO_V4L_SELECT_TIMEOUT", "1")
 
 
 class CaptureLike(Protocol):
@@ -98,7 +109,8 @@ class CameraSource(FrameSource):
     ``size``, ``fps`` and ``fourcc`` are requested at ``start()`` (with a one
     frame driver buffer, for the lowest latency); ``size`` and ``fps`` then
     hold what the driver granted. ``read(timeout_s)`` is best effort: the
-    driver's own timeout bounds a read, a late failure is a timeout.
+    driver's own timeout bounds a read, a late failure is a timeout, and no
+    frame for ``stall_s`` is a lost camera (released, opened again).
     """
 
     def __init__(
@@ -108,8 +120,12 @@ class CameraSource(FrameSource):
         fps: float = 30,
         fourcc: str = "MJPG",
         capture_factory: CaptureFactory = default_capture_factory,
+        *,
+        stall_s: float = STALL_S,
     ) -> None:
         super().__init__(size=(int(size[0]), int(size[1])), fps=float(fps))
+        self.stall_s = stall_s
+        self._last_frame_at = 0.0
         self.device = parse_device(device)
         self.name = device_name(self.device)
         self.fourcc = fourcc
@@ -128,12 +144,19 @@ class CameraSource(FrameSource):
             self._cap = cap
 
     def _open(self) -> CaptureLike:
+        if self._factory is default_capture_factory and self._node_missing():
+            raise SourceError(self._open_failure())  # OpenCV would only log a warning
         cap = self._factory(device_index(self.device), _backend())
         if not cap.isOpened():
             cap.release()
             raise SourceError(self._open_failure())
         self._configure(cap)
+        self._last_frame_at = time.monotonic()  # the stall clock starts at opening
         return cap
+
+    def _node_missing(self) -> bool:
+        linux = sys.platform.startswith("linux")
+        return linux and self.name.startswith("/dev/") and not Path(self.name).exists()
 
     def _open_failure(self) -> str:
         if sys.platform.startswith("linux") and not Path(self.name).exists():
@@ -170,12 +193,18 @@ class CameraSource(FrameSource):
                 return None  # stopped by another thread
             cap = self._cap if self._cap is not None else self._reopen()
             ok, image = cap.read()
+            now = time.monotonic()
             if ok and image is not None and image.size > 0:
+                self._last_frame_at = now
                 return self._make_frame(as_bgr(image))
-            if timeout_s is not None and time.monotonic() - began >= timeout_s:
+            stalled = now - self._last_frame_at >= self.stall_s
+            if not stalled and timeout_s is not None and now - began >= timeout_s:
                 raise FrameTimeoutError(f"camera {self.name}: no frame within {timeout_s} s")
             self._cap = None
         cap.release()
+        if stalled:
+            logger.warning("camera %s: no frame for %.1f s; reopening", self.name, self.stall_s)
+            raise SourceError(f"camera {self.name} stalled: no frame for {self.stall_s:g} s")
         logger.warning("camera %s stopped delivering frames; reconnecting", self.name)
         raise SourceError(f"camera {self.name} stopped delivering frames (unplugged?)")
 

@@ -5,6 +5,12 @@
 ``videoconvert`` makes BGR and ``appsink drop=1 max-buffers=1`` keeps only
 the newest frame. This needs an OpenCV built with GStreamer (JetPack's is;
 the pip wheels are not): without it the source fails with one clear line.
+
+A stalled sensor: the capture is asked for a read timeout of ``READ_TIMEOUT_MS``
+(``CAP_PROP_READ_TIMEOUT_MSEC``, which OpenCV's GStreamer backend honours
+where it has it); a read that then fails is a timeout until ``stall_s`` has
+passed without a frame, after which the camera is lost and opened again, as
+for V4L2 cameras.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from appliance.media.camera_source import CameraSource, CaptureLike
 logger = logging.getLogger(__name__)
 
 _GSTREAMER_LINE = re.compile(r"^\s*GStreamer:\s*(\S+)", re.MULTILINE)
+READ_TIMEOUT_MS = 1000  # the longest one read waits for the appsink's next frame
 
 
 def csi_pipeline(sensor_id: int, size: tuple[int, int], fps: float, flip_method: int = 0) -> str:
@@ -84,4 +91,10 @@ class GStreamerCsiSource(CameraSource):
         )
 
     def _configure(self, cap: CaptureLike) -> None:
+        if not cap.set(cv2.CAP_PROP_READ_TIMEOUT_MSEC, READ_TIMEOUT_MS):
+            logger.warning(
+                "%s: this OpenCV takes no GStreamer read timeout: a stalled sensor holds the "
+                "capture until nvarguscamerasrc gives up",
+                self.name,
+            )
         logger.info("%s: %sx%s @ %s fps (GStreamer)", self.name, *self.size, self.fps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
+from appliance.errors import MirrorError
 from appliance.media.lifecycle import Lifecycle
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 from appliance.pipeline.frames import Frame
@@ -98,5 +99,6 @@ class CaptureWorker:
 
     def _read_failed(self, exc: Exception) -> None:
         pause = self._failures.failed(exc)
-        self.ctx.telemetry.camera_lost(f"{type(exc).__name__}: {exc}")
+        expected = isinstance(exc, MirrorError)  # says itself what is wrong (camera not found)
+        self.ctx.telemetry.camera_lost(str(exc) if expected else f"{type(exc).__name__}: {exc}")
         self.ctx.stop.wait(pause)

@@ -1,9 +1,10 @@
 """The error policy of one pipeline stage: log once per kind, count, back off.
 
-The first exception of each kind is logged with its traceback, later ones
-are only counted (in telemetry). The first failure in a row costs no pause;
-each further consecutive one doubles the pause, from ``first_pause_s`` up
-to ``max_pause_s``, so a broken stage never spins. A success resets it.
+The first exception of each kind is logged (with its traceback unless it is
+an expected ``MirrorError``, such as a camera not found), later ones are only
+counted (in telemetry). The first failure in a row costs no pause; each
+further consecutive one doubles the pause, from ``first_pause_s`` up to
+``max_pause_s``, so a broken stage never spins. A success resets it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from appliance.errors import MirrorError
 from appliance.pipeline.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class StageFailures:
                 kind,
                 exc,
                 kind,
-                exc_info=exc,
+                exc_info=None if isinstance(exc, MirrorError) else exc,  # expected: says itself
             )
         self.consecutive += 1
         pause = self.pause_s()

@@ -9,7 +9,7 @@ from flask.typing import ResponseReturnValue
 
 from web_ui.context import web_context
 from web_ui.metrics import CONTENT_TYPE, render_metrics
-from web_ui.status import health
+from web_ui.status import health, health_reason
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,9 @@ bp = Blueprint("health", __name__)
 def healthz() -> ResponseReturnValue:
     snap = web_context().control.snapshot()
     state = health(snap)
-    return jsonify(status=state, running=snap.running), 200 if state == "ok" else 503
+    if state == "ok":
+        return jsonify(status=state, running=snap.running), 200
+    return jsonify(status=state, running=snap.running, reason=health_reason(snap)), 503
 
 
 @bp.get("/metrics")

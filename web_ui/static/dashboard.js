@@ -22,7 +22,7 @@
 
   function format(value, fmt) {
     if (value === null || value === undefined || value === "") return "–";
-    if (fmt === "camera") return value ? "connected" : "lost";
+    if (fmt === "camera") return value ? "connected" : "missing";
     if (fmt === "bool" || typeof value === "boolean") return value ? "yes" : "no";
     if (fmt === "fps") return Number(value).toFixed(1);
     if (fmt === "ms") return Number(value).toFixed(0) + " ms";
