@@ -31,7 +31,7 @@ from appliance.hardware.gpio import GpioCallbacks, GpioPanel
 from appliance.hardware.runtime import RuntimeChoice
 from appliance.hardware.thermal_action import ThermalAction
 from appliance.hardware.thermal_gate import ThermalGate
-from appliance.media.camera_source import CameraSource
+from appliance.media.camera_open import is_camera
 from appliance.media.display_screens import CameraLostScreen, FirstBootScreen
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
@@ -60,7 +60,7 @@ class SessionOptions:
     settings_path: Path | None = None  # where the admin UI saves settings
     announce: Callable[[str], None] | None = None  # shows the first-start admin password
     extra_sinks: Sequence[FrameSink] = field(default_factory=tuple)
-    live: bool | None = None  # a live camera (liveness gate on); None: a CameraSource is one
+    live: bool | None = None  # a live camera (liveness gate on); None: a camera source is one
     display: FrameSink | None = None  # the HDMI screen: first output, camera-lost screen
     overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
 
@@ -96,7 +96,7 @@ class MirrorSession:
         self.settings = settings
         self.choice = choice
         self.options = options
-        self.live = isinstance(source, CameraSource) if options.live is None else options.live
+        self.live = is_camera(source) if options.live is None else options.live
         liveness = settings.liveness if self.live else None
         processor = build_processor(
             settings, store, options.identity, runtime=choice, liveness=liveness
@@ -202,12 +202,19 @@ class MirrorSession:
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:
-        """Frames the display (the first output sink) has written; all frames out without one."""
+        """Frames the display (the first output sink) has written; all frames out without one.
+
+        The display also counts the camera-lost screen. Without a display, a live camera's
+        failed attempts to open (the capture thread waiting for a missing camera, backing
+        off at most a second) count too, so a mirror waiting for its camera is ready and
+        alive for systemd, not restarted in a loop.
+        """
         if self.options.display is not None:
             return self.options.display.frames_written  # also the screens shown between frames
         names = self.runner.sink_names
         sink = snap.sinks.get(names[0]) if names else None
-        return snap.frames_out if sink is None else sink.written
+        written = snap.frames_out if sink is None else sink.written
+        return written + (snap.error_count("capture") if self.live else 0)
 
     def light(self, snap: TelemetrySnapshot | None = None) -> str:
         """The status LED's state: critical, error, hot, degraded or running."""

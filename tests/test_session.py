@@ -18,12 +18,16 @@ from appliance.config import Settings
 from appliance.hardware.governor import ThermalState
 from appliance.hardware.runtime import choose_for_device
 from appliance.hardware.thermal_action import action_for
+from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
+from appliance.media.null_sink import NullSink
+from appliance.media.overlays import Overlays
 from appliance.modelstore import ModelStore
 from appliance.session import MirrorSession, SessionOptions
 from tests.test_camera_reconnect import FakeDevice
 from tests.waiting import wait_for
+from web_ui.status import camera_problem
 
 
 def session_for(store: ModelStore, source: object, frames: int | None = None) -> MirrorSession:
@@ -98,3 +102,48 @@ def test_no_motion_idles_processing_and_motion_wakes_it(store: ModelStore) -> No
     assert session.nobody and session.controller._cap_ns > 0
     session._motion(True)
     assert not session.nobody and session.controller._cap_ns == 0
+
+
+def test_a_camera_missing_at_start_shows_the_camera_screen_and_is_picked_up_when_it_appears(
+    store: ModelStore, astronaut: np.ndarray
+) -> None:
+    """`mirror run --source camera` before the USB camera enumerates: the session starts,
+    the display shows the camera screen (which feeds READY and the watchdog), and the
+    camera's frames flow once it is plugged in."""
+    with DemoSource(astronaut, size=(320, 240), paced=False, frames=30) as demo:
+        device = FakeDevice([f.image for f in demo])
+    device.present = False  # not plugged in yet
+    camera = AwaitedSource(CameraSource(0, size=(320, 240), fps=30, capture_factory=device.open))
+    display = NullSink()
+    choice = choose_for_device(store, override="x86-cpu")
+    options = SessionOptions(
+        identity="grace_hopper",
+        web=False,
+        display=display,
+        overlays=Overlays(store.path("label_font")),
+    )
+    session = MirrorSession(Settings(), store, choice, camera, options)
+    assert session.live
+    session.start()
+    try:
+        assert wait_for(lambda: _ticked(session) and display.frames_written >= 3, 10.0)
+        snap = session.telemetry.snapshot()
+        assert not snap.camera.connected and snap.frames_in == 0
+        screen = session.camera_screen
+        assert screen is not None and screen.feed.showing
+        assert session.light(snap) == "error"
+        assert "/dev/video0" in camera_problem(snap)
+        time.sleep(1.0)  # a few seconds after power-on, the camera enumerates
+        device.present = True
+        assert wait_for(lambda: _ticked(session) and session.telemetry.snapshot().frames_in > 10)
+        assert wait_for(lambda: _ticked(session) and not screen.feed.showing)
+        snap = session.telemetry.snapshot()
+    finally:
+        session.stop()
+    assert snap.camera.connected and snap.frames_out > 0
+    assert session.runner.end_reason == "stop requested"
+
+
+def _ticked(session: MirrorSession) -> bool:
+    session.tick()
+    return True
