@@ -44,6 +44,7 @@ from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Telemetry
 from appliance.supervision.heartbeat import Heartbeat
 from appliance.supervision.notify import Notifier
+from web_ui.guarded import GuardedProcessor
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class MirrorSession:
                     [options.display], options.overlays, source.size
                 )
         self.control = None
-        stage = processor
+        self.guard = GuardedProcessor(processor)  # settings changes land between frames
         if options.web:
             from web_ui.control import HardwareInfo
             from web_ui.local_control import LocalControl
@@ -125,9 +126,9 @@ class MirrorSession:
                 processor, self.telemetry, settings, path, store, hardware=hardware
             )
             self.control.restore_state()
-            stage = self.control.processor  # type: ignore[assignment]
+            self.guard = self.control.processor
             sinks.append(self.control.preview_sink)
-        self.gate = ThermalGate(stage)
+        self.gate = ThermalGate(self.guard)
         self.controller = AdaptiveController(self.gate, self.telemetry, settings.pipeline)
         self.caps = FpsCaps(self.controller)
         self.runner = PipelineRunner(

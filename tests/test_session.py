@@ -10,6 +10,7 @@ and shows in telemetry; this machine has no GPIO and runs without it.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,3 +148,31 @@ def test_a_camera_missing_at_start_shows_the_camera_screen_and_is_picked_up_when
 def _ticked(session: MirrorSession) -> bool:
     session.tick()
     return True
+
+
+def test_reloading_the_settings_file_applies_live_keys_between_frames(
+    store: ModelStore, astronaut: np.ndarray, tmp_path: Path
+) -> None:
+    from appliance.settings_reload import reload_settings
+
+    config = tmp_path / "config.yaml"
+    source = DemoSource(astronaut, size=(320, 240), paced=True, fps=30.0, frames=None)
+    session = session_for(store, source)
+    session.start()
+    try:
+        config.write_text('label:\n  text: "Synthetic face"\npipeline:\n  latency_budget_ms: 300\n')
+        text = reload_settings(session, config)
+        assert text.startswith(f"settings reloaded from {config}: label.text")
+        assert "(pipeline.latency_budget_ms at the next start)" in text
+        assert session.processor.labeler.text == "Synthetic face"
+        assert session.settings.label.text == "Synthetic face"
+        config.write_text("label:\n  text: [not, text]\n")
+        text = reload_settings(session, config)
+        assert text.startswith("settings not reloaded, the last good ones stay in force")
+        assert session.processor.labeler.text == "Synthetic face"
+        text = reload_settings(session, tmp_path / "gone.yaml")  # no file: the defaults
+        assert "label.text" in text and session.processor.labeler.text == Settings().label.text
+        assert wait_for(lambda: session.telemetry.snapshot().frames_out > 3, 20.0)
+    finally:
+        session.stop()
+    assert config.read_text() == "label:\n  text: [not, text]\n"  # never written

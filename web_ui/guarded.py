@@ -35,3 +35,8 @@ class GuardedProcessor:
     def set_quality(self, level: QualityLevel) -> None:
         with self.lock:
             self.inner.set_quality(level)
+
+    def reset(self) -> None:
+        """Forget the tracks (the thermal gate calls it when swapping resumes)."""
+        with self.lock:
+            self.inner.reset()

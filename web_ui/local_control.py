@@ -169,8 +169,14 @@ class LocalControl:
     # ---- changing -------------------------------------------------------------------------
 
     def apply_settings(
-        self, new: Settings, *, identity: str | None = None, swapping: bool | None = None
+        self,
+        new: Settings,
+        *,
+        identity: str | None = None,
+        swapping: bool | None = None,
+        save: bool = True,
     ) -> ApplyResult:
+        """Apply ``new``; ``save=False`` when it was just read from the settings file."""
         with self._lock:
             if self._check is not None:
                 self._check(new)
@@ -184,7 +190,7 @@ class LocalControl:
                 )
             if swapping is not None:
                 state = dataclasses.replace(state, swapping=swapping)
-            if changed:
+            if changed and save:
                 save_settings(self._settings_path, new)
             with self.processor.lock:
                 apply_live(self._inner, new, changed, self._appliers)

@@ -1,8 +1,11 @@
 """``mirror run``: the live mirror, source -> threaded pipeline -> outputs, until stopped.
 
 Runs until the source ends, ``--frames`` frames were captured, Ctrl-C or
-SIGTERM; prints a status line every ``--status-every`` seconds and a summary
-at the end, both from the pipeline's telemetry.
+SIGTERM; SIGHUP reloads the settings file and keeps running (see
+``appliance.settings_reload``). Every stop closes the outputs, so a
+``--output`` recording is always finished and playable. It prints a status
+line every ``--status-every`` seconds and a summary at the end, both from the
+pipeline's telemetry.
 
 At start it probes the device (or takes ``--profile NAME``), makes the runtime
 choice and prints it as one short block on stderr (stdout starts with the
@@ -48,6 +51,7 @@ from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir
 from appliance.session import MirrorSession, SessionOptions
+from appliance.settings_reload import reload_settings
 from web_ui.auth_store import FIRST_BOOT_NAME, first_boot_notice
 from web_ui.config import web_dir
 
@@ -118,16 +122,21 @@ def _check(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def _stop_on_sigterm(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM (systemd, docker stop) sets ``stop`` instead of killing the process."""
+def _handle_signals(stop: threading.Event, reload: threading.Event) -> Iterator[None]:
+    """SIGTERM (systemd, docker stop) sets ``stop`` and SIGHUP (systemd's ExecReload, a
+    closed terminal) sets ``reload``, instead of killing the process; SIGINT stays Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda signum, frame: stop.set()),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, lambda signum, frame: reload.set()),
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _choose(args: argparse.Namespace, store: ModelStore, settings: Settings) -> RuntimeChoice:
@@ -170,8 +179,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
     session = MirrorSession(settings, store, choice, source, options)
     if not session.live:
         print("mirror: liveness off: the source is not a live camera", file=sys.stderr)
-    stop = threading.Event()
-    with _stop_on_sigterm(stop):
+    stop, reload = threading.Event(), threading.Event()
+    with _handle_signals(stop, reload):
         try:
             session.start()
             for sink in options.extra_sinks:
@@ -179,7 +188,7 @@ def _run_mirror(args: argparse.Namespace) -> int:
                     print(f"mirror: preview at {sink.url}  (Ctrl-C to stop)", flush=True)
             if session.web_url:
                 print(f"mirror: admin page at {session.web_url}", flush=True)
-            _watch(session, stop, args.status_every)
+            _watch(session, stop, args.status_every, reload, options.settings_path)
         except KeyboardInterrupt:
             print("mirror: stopping", flush=True)
         finally:
@@ -201,11 +210,21 @@ def _announce_password(password: str) -> None:
     atomic_write_text(web_dir() / FIRST_BOOT_NAME, first_boot_notice(password), mode=0o600)
 
 
-def _watch(session: MirrorSession, stop: threading.Event, every_s: float) -> None:
-    """Wait for the run to end or ``stop``, printing a status line every ``every_s``."""
+def _watch(
+    session: MirrorSession,
+    stop: threading.Event,
+    every_s: float,
+    reload: threading.Event | None = None,
+    settings_path: Path | None = None,
+) -> None:
+    """Wait for the run to end or ``stop``, printing a status line every ``every_s``;
+    ``reload`` set (SIGHUP) reloads the settings from ``settings_path``."""
     runner = session.runner
     next_status = time.monotonic() + every_s
     while runner.running and not stop.wait(POLL_S):
+        if reload is not None and settings_path is not None and reload.is_set():
+            reload.clear()
+            print(f"mirror: {reload_settings(session, settings_path)}", file=sys.stderr, flush=True)
         session.tick()
         if every_s > 0 and time.monotonic() >= next_status:
             print(status_line(runner.snapshot()), flush=True)
