@@ -284,3 +284,59 @@ def test_preview_clients_that_leave_mid_stream_print_no_traceback(
             feeder.close()
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Error" not in err, err
+
+
+# ---- VideoFileSink: the target is replaced only by a finished, checked file ---------------
+
+
+def test_video_sink_leaves_the_old_file_until_the_new_one_is_finished(tmp_path: Path) -> None:
+    out = tmp_path / "out.mp4"
+    out.write_bytes(b"old recording")
+    with VideoFileSink(out, 25.0) as sink:
+        for i in range(10):
+            sink.write(make_frame(i))
+        assert out.read_bytes() == b"old recording"  # still writing: beside it, not into it
+        assert len(list(tmp_path.iterdir())) == 2
+    assert count_frames(out) == (10, (160, 120))
+    assert [p.name for p in tmp_path.iterdir()] == ["out.mp4"]
+
+
+def test_video_sink_discard_keeps_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.mp4"
+    out.write_bytes(b"old recording")
+    with VideoFileSink(out, 25.0) as sink:
+        for i in range(5):
+            sink.write(make_frame(i))
+        sink.discard()
+    assert out.read_bytes() == b"old recording"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.mp4"]
+
+
+def test_video_sink_on_a_full_disk_raises_and_keeps_the_old_file(tmp_path: Path) -> None:
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs (root needed): {mounted.stderr.strip()}")
+    try:
+        out = disk / "out.mp4"
+        out.write_bytes(b"old recording" * 1000)
+        rng = np.random.default_rng(0)
+        sink = VideoFileSink(out, 25.0, (320, 240))
+        sink.start()
+        for i in range(30):  # noise compresses badly: far more than the 187 kB left
+            image = rng.integers(0, 256, (240, 320, 3), np.uint8)
+            sink.write(Frame(image=image, index=i, capture_ns=0))
+        with pytest.raises(OutputError, match="is the disk full"):
+            sink.stop()
+        assert out.read_bytes() == b"old recording" * 1000
+        assert [p.name for p in disk.iterdir()] == ["out.mp4"]
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
