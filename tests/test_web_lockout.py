@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.test_web_support import PASSWORD, FakeClock, Mirror, build_app, login, post
+from tests.test_web_support import (
+    PASSWORD,
+    FakeClock,
+    Mirror,
+    build_app,
+    login,
+    page_token,
+    post,
+)
 from web_ui.ratelimit import LoginLimiter, client_key
 from web_ui.slowdown import GlobalSlowdown
 
@@ -107,3 +117,28 @@ def test_a_bad_new_password_is_not_counted_as_a_guess(app: Flask) -> None:
     for _ in range(6):
         response = post(client, "/password", form)
         assert response.status_code == 400 and "at least 10 characters" in response.text
+
+
+def test_concurrent_guesses_cannot_pass_the_count_together(
+    mirror: Mirror, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The check and the count are one step: 8 guesses at once from one address, 5 checked."""
+    app = build_app(mirror, limiter=LoginLimiter(clock=FakeClock()))
+    barrier = threading.Barrier(8)
+    statuses: list[int] = []
+
+    def guess() -> None:
+        client = _from(app, "10.9.9.9")
+        token = page_token(client)
+        barrier.wait()
+        form = {"username": "admin", "password": "guess", "csrf_token": token}
+        statuses.append(client.post("/login", data=form).status_code)
+
+    threads = [threading.Thread(target=guess) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    checked = [r for r in caplog.records if r.getMessage().startswith("failed admin login")]
+    assert len(statuses) == 8 and set(statuses) <= {401, 429} and 429 in statuses
+    assert len(checked) == 5  # the password was compared 5 times, not 8

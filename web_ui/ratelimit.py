@@ -79,15 +79,12 @@ class LoginLimiter:
     def attempt(self, key: str, client: str) -> int:
         """Before checking a password: 0 (go on; counted as a failure until ``succeeded``),
         or whole seconds to wait, when ``key`` is locked or the global slow-down is on."""
-        with self._lock:
-            wait_s = self._locked_for_unlocked([key], self._clock())
-        if wait_s:
+        now = self._clock()
+        with self._lock:  # one step, so concurrent guesses cannot pass the count together
+            wait_s = self._locked_for_unlocked([key], now) or self.slowdown.take(client)
+            if not wait_s:
+                self._fail_unlocked(key, now)
             return wait_s
-        wait_s = self.slowdown.take(client)
-        if wait_s:
-            return wait_s
-        self.failed([key])
-        return 0
 
     def logged_in(self, key: str, client: str) -> None:
         """The password was right: clear ``key`` and trust ``client`` from now on."""
@@ -108,16 +105,17 @@ class LoginLimiter:
         now = self._clock()
         with self._lock:
             for key in keys:
-                record = self._record(key)
-                record.failures += 1
-                if record.failures >= self.max_failures:
-                    lock_s = min(self.max_lock_s, self.lock_s * 2**record.lockouts)
-                    record.locked_until = now + lock_s
-                    record.lockouts += 1
-                    record.failures = 0
-                    logger.warning(
-                        "login locked for %s s after repeated failures (%s)", lock_s, key
-                    )
+                self._fail_unlocked(key, now)
+
+    def _fail_unlocked(self, key: str, now: float) -> None:
+        record = self._record(key)
+        record.failures += 1
+        if record.failures >= self.max_failures:
+            lock_s = min(self.max_lock_s, self.lock_s * 2**record.lockouts)
+            record.locked_until = now + lock_s
+            record.lockouts += 1
+            record.failures = 0
+            logger.warning("login locked for %s s after repeated failures (%s)", lock_s, key)
 
     def succeeded(self, keys: Iterable[str]) -> None:
         with self._lock:
