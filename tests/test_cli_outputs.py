@@ -85,6 +85,18 @@ def test_swap_video_onto_its_own_input_is_refused_and_the_input_kept(
     assert leftovers(tmp_path, {"visit.mp4", "link.mp4", "sub"}) == []
 
 
+def test_run_recording_over_its_own_source_is_refused(clip: Path, tmp_path: Path) -> None:
+    source = tmp_path / "visit.mp4"
+    source.write_bytes(clip.read_bytes())
+    before = source.read_bytes()
+    proc = mirror(
+        "run", "--source", source, "--output", source, "--no-web", "--no-preview",
+        "--frames", "5",
+    )  # fmt: skip
+    assert_one_line_error(proc, "it is the input", "choose another output file")
+    assert source.read_bytes() == before
+
+
 def test_swap_image_onto_its_input_or_identity_is_refused(
     store: ModelStore, tmp_path: Path
 ) -> None:

@@ -36,7 +36,7 @@ from appliance.cli.run_io import open_run_display, open_run_source
 from appliance.cli.run_report import status_line, summary_line
 from appliance.config import Settings
 from appliance.errors import BackendFallbackWarning, ConfigError
-from appliance.fileio import atomic_write_text
+from appliance.fileio import atomic_write_text, refuse_same_file
 from appliance.hardware.catalog import load_profiles
 from appliance.hardware.runtime import (
     RuntimeChoice,
@@ -119,6 +119,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--frames must be at least 1, got {args.frames}")
     if args.status_every < 0:
         raise ConfigError(f"--status-every must be >= 0 s, got {args.status_every}")
+    if args.output is not None:  # a recording over its own source would destroy it at the stop
+        refuse_same_file(args.output, Path(args.source))
 
 
 @contextmanager
