@@ -4,6 +4,11 @@ Settings are frozen pydantic models: stages receive them as explicit
 arguments, and a new settings object is swapped in between frames.
 A bad file or value raises :class:`ConfigError` naming the key and value;
 saving is atomic, so the last good file survives any failure.
+
+Types are strict: a boolean only from a real boolean (YAML ``true``/``false``;
+the web form turns its "true"/"false" into one), an integer only from an
+integer (YAML ASCII digits, see :mod:`appliance.config_yaml`), never from a
+string. Label and prompt texts must be visible (:mod:`appliance.vision.label_text`).
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from appliance.config_yaml import load_config_yaml
 from appliance.errors import ConfigError
 from appliance.fileio import atomic_write_text
+from appliance.vision.label_text import DEFAULT_LABEL_TEXT, bundled_font_path, label_text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -24,13 +31,21 @@ LabelPosition = Literal["top-left", "top-right", "bottom-left", "bottom-right", 
 LivenessMode = Literal["off", "blink", "turn", "either", "both"]
 
 
+def _visible_text(text: str) -> str:
+    """A label or prompt text that is sure to show (with the installed font, when there is one)."""
+    problem = label_text_problem(text, bundled_font_path())
+    if problem:
+        raise ValueError(problem)
+    return text
+
+
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class LabelSettings(_Frozen):
     text: str = Field(
-        "AI-generated",
+        DEFAULT_LABEL_TEXT,
         min_length=1,
         max_length=64,
         description="Visible label on every frame that contains a swapped face.",
@@ -42,6 +57,11 @@ class LabelSettings(_Frozen):
         le=0.25,
         description="Label text height as a fraction of the frame's shorter side (>= 5%).",
     )
+
+    @field_validator("text")
+    @classmethod
+    def _text_is_visible(cls, value: str) -> str:
+        return _visible_text(value)
 
 
 class SwapSettings(_Frozen):
@@ -125,6 +145,11 @@ class LivenessSettings(_Frozen):
         ),
     )
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_is_visible(cls, value: str | None) -> str | None:
+        return None if value is None else _visible_text(value)
+
 
 class Settings(_Frozen):
     label: LabelSettings = Field(default_factory=LabelSettings)
@@ -150,15 +175,14 @@ def settings_from_dict(data: dict[str, Any], origin: str = "settings") -> Settin
         raise ConfigError(_describe(exc, origin)) from exc
 
 
-def load_settings(path: Path) -> Settings:
-    """Load settings from ``path``; a missing file gives the defaults."""
+def load_settings(path: Path, *, required: bool = False) -> Settings:
+    """Load settings from ``path``; a missing file gives the defaults unless ``required``."""
     if not path.exists():
+        if required:
+            raise ConfigError(f"config file {path} not found")
         logger.info("no config at %s, using defaults", path)
         return Settings()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    data = load_config_yaml(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must be a mapping, not {type(data).__name__}")
     return settings_from_dict(data, str(path))

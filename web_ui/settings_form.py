@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from appliance.config import Settings, updated
+from appliance.config_yaml import FLOAT_RE, INT_RE
 from appliance.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -241,18 +242,16 @@ def _convert(kind: Kind, raw: str, optional: bool) -> Any:
         if raw not in ("true", "false"):
             raise ValueError("tick or untick the box")
         return raw == "true"
-    if kind == "int":
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError("enter a whole number") from None
-    if kind == "float":
-        try:
-            number = float(raw)
-        except ValueError:
-            raise ValueError("enter a number") from None
+    if kind == "int":  # ASCII digits only: not "1_6", "+5" or "١٦", which int() takes
+        if not INT_RE.match(raw):
+            raise ValueError("enter a whole number (digits 0-9)")
+        return int(raw)
+    if kind == "float":  # ASCII decimal notation only: not "1_0", "nan" or "inf"
+        if not (INT_RE.match(raw) or FLOAT_RE.match(raw)):
+            raise ValueError("enter a number (digits 0-9 and a decimal point)")
+        number = float(raw)
         if not math.isfinite(number):
-            raise ValueError("enter a number")
+            raise ValueError("enter a number (digits 0-9 and a decimal point)")
         return number
     return raw
 

@@ -18,8 +18,10 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
-    path = args.config or data_dir() / "config.yaml"
-    return load_settings(path)
+    """The ``--config`` file (an error when it does not exist), else DATA_DIR's (or defaults)."""
+    if args.config is not None:
+        return load_settings(args.config, required=True)
+    return load_settings(data_dir() / "config.yaml")
 
 
 class ProgressBar:

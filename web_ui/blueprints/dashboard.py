@@ -27,7 +27,11 @@ def api_status() -> ResponseReturnValue:
 
 @bp.post("/swapping")
 def swapping() -> ResponseReturnValue:
-    enabled = request.form.get("enabled") == "true"
+    sent = request.form.get("enabled")
+    if sent not in ("true", "false"):
+        flash("Swapping was not changed: the switch sends true or false.", "error")
+        return redirect(url_for("dashboard.index"))
+    enabled = sent == "true"
     web_context().control.set_swapping(enabled)
     flash(f"Swapping is {'on' if enabled else 'off'}.", "ok")
     return redirect(url_for("dashboard.index"))

@@ -84,7 +84,10 @@ def _mirror_fields(
     swapping = None
     if form.get(SWAPPING_FIELD):
         submitted[SWAPPING_FIELD] = form[SWAPPING_FIELD][-1]
-        swapping = submitted[SWAPPING_FIELD] == "true"
+        if submitted[SWAPPING_FIELD] in ("true", "false"):
+            swapping = submitted[SWAPPING_FIELD] == "true"
+        else:
+            errors[SWAPPING_FIELD] = "tick or untick the box"
     identity = None
     chosen = (form.get(IDENTITY_FIELD) or [""])[-1]
     if chosen and chosen != control.active_identity():
