@@ -7,11 +7,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from PIL import ImageFont
 
 from appliance.config import LabelPosition, LabelSettings
 from appliance.errors import InputError, ModelError, ModelMissingError
 from appliance.modelstore import ModelStore
-from appliance.vision.label import Labeler
+from appliance.vision.label import Labeler, _render_text
 
 POSITIONS: list[LabelPosition] = [
     "top-left",
@@ -53,7 +54,8 @@ def _components(mask: np.ndarray) -> np.ndarray:
 
 
 def _glyph(font: Path, char: str) -> np.ndarray:
-    mask = _ink(_labeler(font, text=char), (480, 640, 3))
+    """Ink of one character as the label draws it (a single character is no label)."""
+    mask = _render_text(ImageFont.truetype(str(font), 40), char) >= 128
     ys, xs = np.nonzero(mask)
     assert ys.size > 0, f"{char!r} rendered no ink"
     return mask[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1]
@@ -225,9 +227,9 @@ def test_patch_is_rendered_once_per_frame_size(
     calls: list[tuple[int, int]] = []
     render = Labeler._render
 
-    def counting(self: Labeler, height: int, width: int) -> object:
+    def counting(self: Labeler, text: str, height: int, width: int) -> object:
         calls.append((height, width))
-        return render(self, height, width)
+        return render(self, text, height, width)
 
     monkeypatch.setattr(Labeler, "_render", counting)
     for _ in range(5):

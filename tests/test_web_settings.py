@@ -105,7 +105,7 @@ def test_a_refused_value_from_the_profile_check_changes_nothing(tmp_path: Path) 
         client = build_app(mirror).test_client()
         login(client)
         before = mirror.settings_path.read_bytes()
-        response = post(client, "/settings", {"pipeline.target_fps": "30", "label.text": "x"})
+        response = post(client, "/settings", {"pipeline.target_fps": "30", "label.text": "Other"})
         assert response.status_code == 400 and "allows at most 20" in response.text
         assert mirror.settings_path.read_bytes() == before
         assert mirror.processor.labeler.settings.text == "AI-generated"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from appliance.config import LabelSettings, LivenessSettings
+from appliance.config import LabelPosition, LabelSettings, LivenessSettings
 from appliance.pipeline.frames import Image
 from appliance.timing import add_stage_ms
 from appliance.vision.label import Labeler
@@ -30,7 +30,7 @@ def prompt_labeler(settings: LivenessSettings, label: Labeler) -> Labeler | None
     text = settings.prompt or DEFAULT_PROMPTS[settings.mode]
     if settings.mode == "off" or not text:
         return None
-    position = "bottom" if label.settings.position.startswith("top") else "top"
+    position: LabelPosition = "bottom" if label.settings.position.startswith("top") else "top"
     prompt = LabelSettings(text=text, position=position, size_fraction=PROMPT_SIZE)
     return Labeler(prompt, label.font_path)
 

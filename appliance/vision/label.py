@@ -5,6 +5,12 @@ Unicode the font covers (e.g. "AI合成") works, into a patch of premultiplied
 integer blend weights. :meth:`Labeler.apply` then only blends that patch
 into the frame, which takes well under a millisecond at 720p.
 
+The text is checked again here with the font it is drawn with
+(:mod:`appliance.vision.label_text`); a text that fails the check, fails to
+render or renders too little ink is replaced by :data:`DEFAULT_LABEL_TEXT`
+(the reason logged), so a frame is never labelled with an invisible label.
+Only when the default label itself cannot be drawn is that an error.
+
 The label's glyph height is the cap height of the font as actually rendered
 (the ink of "H", counting pixels at least half covered); it is at least
 ``size_fraction`` of the frame's shorter side unless the frame is too narrow
@@ -24,6 +30,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from appliance.config import LabelSettings
 from appliance.errors import InputError, ModelError, ModelMissingError
+from appliance.vision.label_text import DEFAULT_LABEL_TEXT, MIN_INK_AREA, label_text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +58,8 @@ class _Patch:
     add: U16Array
     font_size: int
     cap_height: int
+    text: str
+    ink: int  # text pixels at least half covered
 
     @property
     def box(self) -> tuple[int, int, int, int]:
@@ -65,6 +74,10 @@ class Labeler:
         self.settings = settings
         self.font_path = Path(font_path)
         _check_font(self.font_path)
+        self.text = settings.text  # what is drawn (the default when settings.text cannot be)
+        problem = label_text_problem(settings.text, self.font_path)
+        if problem:
+            self.text = _fall_back(self.text, problem, self.font_path)
         self._cache: dict[tuple[str, int, int], _Patch] = {}
 
     def apply(self, image: U8Image) -> U8Image:
@@ -90,26 +103,44 @@ class Labeler:
         return self._patch(height, width).cap_height
 
     def _patch(self, height: int, width: int) -> _Patch:
-        key = (self.settings.text, height, width)
+        key = (self.text, height, width)
         patch = self._cache.get(key)
         if patch is None:
-            patch = self._render(height, width)
+            patch = self._visible_patch(height, width)
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = patch
         return patch
 
-    def _render(self, height: int, width: int) -> _Patch:
+    def _visible_patch(self, height: int, width: int) -> _Patch:
+        """The patch for ``self.text``, or for the default label when that one would not show.
+
+        The default label is drawn however little ink it has on a tiny frame
+        (there is nothing more visible to fall back to); it is an error only
+        when it cannot be rendered at all.
+        """
+        try:
+            patch = self._render(self.text, height, width)
+        except (OSError, ValueError, RuntimeError) as exc:
+            problem = f"cannot be rendered ({type(exc).__name__}: {exc})"
+        else:
+            floor = _ink_floor(patch.cap_height)
+            if patch.ink >= floor or self.text == DEFAULT_LABEL_TEXT:
+                return patch
+            problem = f"renders {patch.ink} ink pixels at {width}x{height}, under {floor}"
+        return self._render(_fall_back(self.text, problem, self.font_path), height, width)
+
+    def _render(self, label: str, height: int, width: int) -> _Patch:
         short = min(height, width)
         target = max(1, math.ceil(self.settings.size_fraction * short - 1e-9))
         margin = max(2, round(0.02 * short))
         avail_w, avail_h = width - 2 * margin, height - 2 * margin
-        size = self._size_to_fit(self._size_for_cap(target), avail_w, avail_h)
-        box, text, cap = self._layout(size)
+        size = self._size_to_fit(label, self._size_for_cap(target), avail_w, avail_h)
+        box, text, cap = self._layout(label, size)
         if cap < target:
             logger.warning(
                 "label %r shrunk to %d px (wanted %d px) to fit a %dx%d frame",
-                self.settings.text,
+                label,
                 cap,
                 target,
                 width,
@@ -117,8 +148,9 @@ class Labeler:
             )
         inv, add = _blend_weights(box, text)
         inv, add = inv[:avail_h, :avail_w], add[:avail_h, :avail_w]
+        ink = int(np.count_nonzero(text[:avail_h, :avail_w] >= INK_THRESHOLD))
         x0, y0 = _place(self.settings.position, (height, width), inv.shape[:2], margin)
-        return _Patch(x0, y0, inv, add, size, cap)
+        return _Patch(x0, y0, inv, add, size, cap, label, ink)
 
     def _font(self, size: int) -> ImageFont.FreeTypeFont:
         try:
@@ -135,29 +167,46 @@ class Labeler:
             size -= 1
         return size
 
-    def _size_to_fit(self, size: int, avail_w: int, avail_h: int) -> int:
+    def _size_to_fit(self, label: str, size: int, avail_w: int, avail_h: int) -> int:
         """Shrink ``size`` until the label's estimated box fits ``avail_w`` x ``avail_h``."""
         while size > 1:
-            box_w, box_h = self._box_estimate(size)
+            box_w, box_h = self._box_estimate(label, size)
             if box_w <= avail_w and box_h <= avail_h:
                 break
             scale = min(avail_w / box_w, avail_h / box_h)
             size = max(1, min(size - 1, math.floor(size * scale)))
         return size
 
-    def _box_estimate(self, size: int) -> tuple[int, int]:
+    def _box_estimate(self, label: str, size: int) -> tuple[int, int]:
         """Box (width, height) at font ``size`` from metrics, without rendering the text."""
         font = self._font(size)
-        left, top, right, bottom = font.getbbox(self.settings.text, anchor="ls")
+        left, top, right, bottom = font.getbbox(label, anchor="ls")
         pad_x, pad_y = _padding(_ink_height(font, CAP_REFERENCE))
         return math.ceil(right - left) + 2 * pad_x, math.ceil(bottom - top) + 2 * pad_y
 
-    def _layout(self, size: int) -> tuple[U8Image, U8Image, int]:
+    def _layout(self, label: str, size: int) -> tuple[U8Image, U8Image, int]:
         """Box and text coverage of the label at font ``size``, and its cap height."""
         font = self._font(size)
         cap = _ink_height(font, CAP_REFERENCE)
-        box, text = _pad_in_box(_crop_to_ink(_render_text(font, self.settings.text)), cap)
+        box, text = _pad_in_box(_crop_to_ink(_render_text(font, label)), cap)
         return box, text, cap
+
+
+def _fall_back(text: str, problem: str, font_path: Path) -> str:
+    """The default label instead of ``text``, the reason logged; an error for the default."""
+    if text == DEFAULT_LABEL_TEXT:
+        raise ModelError(
+            f"the default label {DEFAULT_LABEL_TEXT!r} cannot be drawn with {font_path}: {problem}"
+        )
+    logger.warning(
+        "label %r %s; drawing the default label %r instead", text, problem, DEFAULT_LABEL_TEXT
+    )
+    return DEFAULT_LABEL_TEXT
+
+
+def _ink_floor(cap: int) -> int:
+    """Fewest ink pixels a label with glyphs ``cap`` pixels high must show (half the checked)."""
+    return max(1, math.floor(0.5 * MIN_INK_AREA * cap * cap))
 
 
 def _check_font(path: Path) -> None:
