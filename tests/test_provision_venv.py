@@ -92,7 +92,7 @@ def test_offline_venv_is_made_runs_and_a_second_run_changes_nothing(
             str(venv / "bin" / "python"),
             "-c",
             "import appliance, onnxruntime; print(appliance.__file__)",
-        ],  # noqa: E501
+        ],
         cwd=outside,
         env=clean,
         capture_output=True,
