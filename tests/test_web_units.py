@@ -142,3 +142,15 @@ def test_metrics_of_a_fresh_telemetry_parse() -> None:
     text = render_metrics(Telemetry().snapshot()).decode()
     names = {family.name for family in text_string_to_metric_families(text)}
     assert {"mirror_running", "mirror_fps", "mirror_frames_shown", "mirror_e2e_latency_ms"} <= names
+
+
+def test_web_config_refuses_an_alias_bomb_quickly(tmp_path: Path) -> None:
+    """web.yaml goes through the settings file's strict loader: no anchors or aliases."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(ord("b"), ord("j")):
+        prev = chr(i - 1)
+        lines.append(f"{chr(i)}: &{chr(i)} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]")
+    path = tmp_path / "web.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(WebConfigError, match=r"anchor|alias"):
+        load_web_config(path)

@@ -11,9 +11,10 @@ import ipaddress
 import logging
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from appliance.config_yaml import load_config_yaml
+from appliance.errors import ConfigError
 from appliance.paths import data_dir
 from web_ui.errors import WebConfigError
 
@@ -64,10 +65,10 @@ def load_web_config(path: Path | None = None) -> WebConfig:
     path = path or web_dir() / CONFIG_NAME
     if not path.exists():
         return WebConfig()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise WebConfigError(f"cannot read {path}: {exc}") from exc
+    try:  # the settings file's strict loader: no aliases, a size cap, ASCII numbers
+        data = load_config_yaml(path) or {}
+    except ConfigError as exc:
+        raise WebConfigError(str(exc)) from exc
     if not isinstance(data, dict):
         raise WebConfigError(f"{path} must be a mapping, not {type(data).__name__}")
     try:
