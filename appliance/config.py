@@ -8,7 +8,7 @@ saving is atomic, so the last good file survives any failure.
 Types are strict: a boolean only from a real boolean (YAML ``true``/``false``;
 the web form turns its "true"/"false" into one), an integer only from an
 integer (YAML ASCII digits, see :mod:`appliance.config_yaml`), never from a
-string. Label and prompt texts must be visible (:mod:`appliance.vision.label_text`).
+string. Label and prompt texts must be visible (:mod:`appliance.label_text`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from appliance.config_yaml import load_config_yaml
 from appliance.errors import ConfigError
 from appliance.fileio import atomic_write_text
-from appliance.vision.label_text import DEFAULT_LABEL_TEXT, bundled_font_path, label_text_problem
+from appliance.label_text import DEFAULT_LABEL_TEXT, bundled_font_path, label_text_problem
 
 logger = logging.getLogger(__name__)
 

@@ -25,12 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.config import Settings
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.governor_runner import ThermalGovernor, governor_for
-from appliance.hardware.gpio import GpioCallbacks, GpioPanel
-from appliance.hardware.runtime import RuntimeChoice
-from appliance.hardware.thermal_action import ThermalAction
-from appliance.hardware.thermal_gate import ThermalGate
+from appliance.device.catalog import load_profiles
+from appliance.gpio.panel import GpioCallbacks, GpioPanel
+from appliance.inference.runtime import RuntimeChoice
 from appliance.media.camera_open import is_camera
 from appliance.media.display_screens import CameraLostScreen, FirstBootScreen
 from appliance.media.overlays import Overlays
@@ -42,8 +39,11 @@ from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.thermal_gate import ThermalGate
 from appliance.supervision.heartbeat import Heartbeat
 from appliance.supervision.notify import Notifier
+from appliance.thermal.action import ThermalAction
+from appliance.thermal.runner import ThermalGovernor, governor_for
 from web_ui.guarded import GuardedProcessor
 
 logger = logging.getLogger(__name__)

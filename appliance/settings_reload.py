@@ -15,7 +15,7 @@ from pathlib import Path
 
 from appliance.config import load_settings
 from appliance.errors import ConfigError
-from appliance.hardware.runtime import with_target_fps
+from appliance.inference.runtime import with_target_fps
 from appliance.session import MirrorSession
 from web_ui.live_apply import applies_live, apply_live, changed_keys
 

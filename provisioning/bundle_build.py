@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from appliance.device.catalog import load_profiles
 from appliance.errors import ConfigError, OutputError
 from appliance.fileio import atomic_write_text
-from appliance.hardware.catalog import load_profiles
 from appliance.modelstore.fetch import fetch
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest

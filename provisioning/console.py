@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.profile import HardwareProfile
 from provisioning.actions import Action, file_action
 from provisioning.layout import PI_CMDLINE, TMPFILES, Layout
 from provisioning.links import mask

@@ -15,3 +15,11 @@ class BundleError(ProvisionError, ValueError):
 
 class BundleHashError(BundleError, ModelHashError):
     """A file in the bundle does not have the sha256 it must have."""
+
+
+class ImageError(ProvisionError):
+    """A device image cannot be built (tool missing, profile without an image, a step failed)."""
+
+
+class VenueError(ProvisionError, ValueError):
+    """The installer's venue file on the boot partition is unreadable or invalid."""

@@ -2,7 +2,7 @@
 
 A profile that names ``NAME.onnx`` for a role gets the fp32 ONNX variant of
 NAME (and of the confirming full-range detector) made on the provisioned
-root by ``appliance.modelstore.convert``. A profile whose backends start
+root by ``appliance.tools.convert``. A profile whose backends start
 with TensorRT needs engines built on the device's own GPU: on the live
 device with the onnxruntime TensorRT provider, provisioning builds them into
 ``<data dir>/trt-cache`` (where the runtime looks); anywhere else (``--root``,
@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from appliance.device.profile import HardwareProfile
 from appliance.errors import MirrorError
-from appliance.hardware.profile import HardwareProfile
-from appliance.hardware.runtime_models import confirm_model
-from appliance.modelstore.convert import CONVERTIBLE, convert_models
+from appliance.inference.runtime_models import confirm_model
 from appliance.modelstore.onnx_variants import OnnxVariants
 from appliance.modelstore.store import ModelStore
+from appliance.tools.convert import CONVERTIBLE, convert_models
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.profile import HardwareProfile
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
 from appliance.modelstore.store import ModelStore
@@ -76,6 +76,7 @@ def build_plan(
     web: WebListen | None = None,
     *,
     which: Which = shutil.which,
+    first_start_secrets: bool = False,
 ) -> Plan:
     """Every step in the order apply carries them out: files first, then the venv, the
     unit's enabling, the console, and last what the live system must be told."""
@@ -86,7 +87,7 @@ def build_plan(
     planner.system_files(profile, web or WebListen())
     planner.actions.append(enable_unit(layout))
     planner.actions += console_actions(layout, profile)
-    planner.secrets()
+    planner.secrets(deferred=first_start_secrets)
     planner.onnx(profile, manifest)
     changed = {a.target for a in planner.actions if a.changes}
     planner.actions += live_actions(layout, changed, which=which)
@@ -145,8 +146,13 @@ class _Planner:
         status: Status = "unchanged" if self.layout.host(target).exists() else "create"
         self.actions.append(Action("once", target, status, mode=SECRET_MODE, data=data))
 
-    def secrets(self) -> None:
+    def secrets(self, *, deferred: bool = False) -> None:
         layout = self.layout
+        if deferred:  # an image: each device makes its own at its first start (mirror run)
+            note = "made by the device at its first start"
+            self.actions.append(Action("secret-key", layout.secret_key, "deferred", note=note))
+            self.actions.append(Action("admin", layout.auth, "deferred", note=note))
+            return
         key_status: Status = "unchanged" if layout.host(layout.secret_key).exists() else "create"
         self.actions.append(Action("secret-key", layout.secret_key, key_status, mode=SECRET_MODE))
         admin: Status = "unchanged" if layout.host(layout.auth).exists() else "create"

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.match import match_profile
-from appliance.hardware.probe import probe
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.catalog import load_profiles
+from appliance.device.match import match_profile
+from appliance.device.probe import probe
+from appliance.device.profile import HardwareProfile
 from appliance.modelstore.manifest import Manifest, load_manifest
 from provisioning.apply import ApplyReport, apply_plan
 from provisioning.bundle import read_index, verify_bundle
@@ -43,6 +43,8 @@ class Request:
     # with this machine's interpreter at host paths
     live: bool | None = None
     host_python: Path | None = None
+    # an image for many devices: no admin password or secret key written (see build_plan)
+    first_start_secrets: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,15 @@ def provision(
     layout = Layout(
         root=request.root, venv=request.venv, live=request.live, host_python=request.host_python
     )
-    plan = build_plan(layout, profile, bundle, manifest, request.web, which=which)
+    plan = build_plan(
+        layout,
+        profile,
+        bundle,
+        manifest,
+        request.web,
+        which=which,
+        first_start_secrets=request.first_start_secrets,
+    )
     if request.dry_run:
         return Outcome(plan, None, why)
     copying = sum(a.source.size for a in plan.changes if a.source is not None)

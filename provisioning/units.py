@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import shlex
 
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.profile import HardwareProfile
 from provisioning.layout import ENV_FILE, SERVICE_USER, Layout
 
 logger = logging.getLogger(__name__)

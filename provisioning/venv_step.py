@@ -24,7 +24,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.profile import HardwareProfile
 from appliance.modelstore.hashing import sha256_file
 from provisioning.actions import Action, Status
 from provisioning.bundle import Bundle, BundleWheels

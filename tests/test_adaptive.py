@@ -17,13 +17,13 @@ import pytest
 
 from appliance.config import PipelineSettings, Settings
 from appliance.media.demo_source import DemoSource
+from appliance.media.frames import Frame, Image
 from appliance.media.null_sink import NullSink
 from appliance.media.pacing import Pacer
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 from appliance.modelstore import ModelStore
 from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
-from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.ladder import LadderTiming
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.quality import QualityLevel

@@ -31,9 +31,9 @@ from appliance.inference.litert import LiteRTBackend
 from appliance.inference.onnx_backend import DROPPED_REASON, OnnxBackend, trt_cache_dir
 from appliance.inference.select import FALLBACK_SUBJECT, choose_backend
 from appliance.modelstore import ModelStore
-from appliance.modelstore.convert import convert_models
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.onnx_variants import OnnxVariants
+from appliance.tools.convert import convert_models
 
 GPU_PROVIDERS = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings
-from appliance.media.live_clip import JpegClip, LiveClipSource
 from appliance.media.source_base import FrameTimeoutError
 from appliance.modelstore import ModelStore
-from appliance.pipeline.bench_clips import tile3, tile_cells, tiled_clip, video_clip
 from appliance.pipeline.factory import build_analyzer
+from appliance.tools.bench_clips import tile3, tile_cells, tiled_clip, video_clip
+from appliance.tools.live_clip import JpegClip, LiveClipSource
 from tests.conftest import shared_media
 from tests.test_cli import assert_one_line_error, mirror
 

@@ -18,8 +18,8 @@ import pytest
 from appliance.errors import SourceError
 from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
+from appliance.media.frames import Frame
 from appliance.media.null_sink import NullSink
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from tests.waiting import wait_for

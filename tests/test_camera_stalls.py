@@ -21,9 +21,9 @@ import pytest
 from appliance.errors import SourceError
 from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_source import CameraSource
+from appliance.media.frames import Frame
 from appliance.media.null_sink import NullSink
 from appliance.media.picamera2_source import Picamera2Source, load_picamera2
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from tests.test_camera_reconnect import FakeCapture, FakeDevice

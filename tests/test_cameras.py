@@ -18,16 +18,16 @@ import cv2
 import numpy as np
 import pytest
 
+from appliance.device.profile import CaptureSpec
 from appliance.errors import ConfigError, SourceError
-from appliance.hardware.profile import CaptureSpec
 from appliance.media.camera_open import open_camera
 from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
+from appliance.media.frames import Frame
 from appliance.media.gstreamer_csi import GStreamerCsiSource, csi_pipeline, opencv_has_gstreamer
 from appliance.media.mirrored_source import MirroredSource
 from appliance.media.null_sink import NullSink
 from appliance.media.picamera2_source import Picamera2Source, load_picamera2
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from tests.test_camera_reconnect import FakeDevice

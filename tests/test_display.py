@@ -16,17 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import DisplaySpec
 from appliance.errors import OutputError
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.profile import DisplaySpec
 from appliance.media.display import open_display
 from appliance.media.fb_ioctl import FBIOGET_FSCREENINFO, FBIOGET_VSCREENINFO
 from appliance.media.framebuffer_sink import FramebufferSink, bgr_to_rgb565
+from appliance.media.frames import Frame
 from appliance.media.null_sink import NullSink
 from appliance.media.overlays import FirstBootInfo, Overlays, ScreenTexts
 from appliance.media.screen_feed import ScreenFeed
 from appliance.modelstore import ModelStore
-from appliance.pipeline.frames import Frame
 from tests.waiting import wait_for
 
 WIDTH, HEIGHT = 8, 4

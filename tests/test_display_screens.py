@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from appliance.media.display_screens import CameraLostScreen, FirstBootScreen, one_time_password
+from appliance.media.frames import Frame
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.modelstore import ModelStore
-from appliance.pipeline.frames import Frame
 from tests.waiting import wait_for
 
 

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from appliance.cli.main import main
+from appliance.device.catalog import load_profiles
+from appliance.device.probe import probe
+from appliance.device.report import AttemptReport, DoctorReport, doctor_json_schema
+from appliance.doctor.backend_check import Chooser
+from appliance.doctor.doctor import DoctorProbes, run_doctor
+from appliance.doctor.text import render_text
 from appliance.errors import BackendError
-from appliance.hardware.backend_check import Chooser
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.doctor import DoctorProbes, run_doctor
-from appliance.hardware.doctor_text import render_text
-from appliance.hardware.probe import probe
-from appliance.hardware.report import AttemptReport, DoctorReport, doctor_json_schema
 from appliance.modelstore import ModelStore
 from tests.test_hardware import FakeDevice, fake_probe, rpi4_coral
 

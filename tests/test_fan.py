@@ -12,13 +12,13 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
+from appliance.gpio import pin_factory
 from gpiozero import Device
 from gpiozero.pins.mock import MockFactory, MockPin, MockPWMPin
 
-from appliance.hardware import pin_factory
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.fan import FanCurve, fan_pin, open_fan
-from appliance.hardware.profile import PI5_FAN_CURVE, FanSpec, HardwareProfile
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import PI5_FAN_CURVE, FanSpec, HardwareProfile
+from appliance.thermal.fan import FanCurve, fan_pin, open_fan
 
 PI5 = FanCurve.from_spec(FanSpec())
 
@@ -109,7 +109,7 @@ def test_board_numbering_names_the_header_pin(factory: MockFactory) -> None:
 def test_no_fan_pin_is_said_once(
     caplog: pytest.LogCaptureFixture, profiles: dict[str, HardwareProfile]
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="appliance.hardware.fan"):
+    with caplog.at_level(logging.INFO, logger="appliance.thermal.fan"):
         assert open_fan(profiles["rpi5-cpu"]) is None
     assert [r.getMessage() for r in caplog.records] == [
         "no fan: profile rpi5-cpu has no GPIO pin named 'fan'"
@@ -140,13 +140,13 @@ def test_without_lgpio_the_fan_is_absent_and_one_warning_says_what_to_install(
         assert open_fan(profiles["rpi4-cpu"]) is None
         assert open_fan(profiles["rpi4-cpu"]) is None
     assert not escaped
-    said = [r for r in caplog.records if r.name.startswith("appliance.hardware")]
+    said = [r for r in caplog.records if r.name.startswith(("appliance.thermal", "appliance.gpio"))]
     warned = [r.getMessage() for r in said if r.levelno >= logging.WARNING]
     assert len(warned) == 1
     assert warned[0].startswith("no GPIO pin factory: install the `pi` extra (lgpio); ")
     assert "lgpio: lgpio is not installed" in warned[0]
     assert "Unable to load any default pin factory" not in caplog.text
-    assert [r.getMessage() for r in said if r.name == "appliance.hardware.fan"] == [
+    assert [r.getMessage() for r in said if r.name == "appliance.thermal.fan"] == [
         "no fan on GPIO18: no GPIO pin factory: install the `pi` extra (lgpio)"
     ] * 2
 
@@ -156,7 +156,7 @@ def test_a_pin_without_pwm_runs_the_fan_on_off_at_the_first_step(
 ) -> None:
     plain = MockFactory(pin_class=MockPin)  # no PWM, like gpiozero's native factory on a Pi 4
     try:
-        with caplog.at_level(logging.INFO, logger="appliance.hardware.fan"):
+        with caplog.at_level(logging.INFO, logger="appliance.thermal.fan"):
             fan = open_fan(profiles["rpi4-cpu"], pin_factory=plain)
         assert fan is not None and fan.on_off
         assert "on/off only, at 50 C and up" in caplog.text

@@ -17,22 +17,22 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings, updated
+from appliance.device.catalog import load_profiles
 from appliance.errors import ConfigError
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.governor import (
+from appliance.media.frames import Frame
+from appliance.pipeline.quality import QualityLevel, build_ladder
+from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.thermal_gate import ThermalGate
+from appliance.thermal.action import COOLING_NOTICE, ThermalAction, action_for
+from appliance.thermal.governor import (
     GovernorConfig,
     ThermalState,
     ThermalStateMachine,
     assess,
 )
-from appliance.hardware.governor_runner import ThermalGovernor, governor_for
-from appliance.hardware.thermal import Reading, ThermalSensor
-from appliance.hardware.thermal_action import COOLING_NOTICE, ThermalAction, action_for
-from appliance.hardware.thermal_gate import ThermalGate
-from appliance.hardware.thermal_replay import ReplaySensor, TracePoint
-from appliance.pipeline.frames import Frame
-from appliance.pipeline.quality import QualityLevel, build_ladder
-from appliance.pipeline.telemetry import Telemetry
+from appliance.thermal.replay import ReplaySensor, TracePoint
+from appliance.thermal.runner import ThermalGovernor, governor_for
+from appliance.thermal.sensors import Reading, ThermalSensor
 from tests.waiting import wait_for
 
 DATA = Path(__file__).parent / "data" / "thermal"

@@ -17,17 +17,17 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
+from appliance.gpio import pin_factory
 from gpiozero import LED, Device
 from gpiozero.exc import PinFactoryFallback
 from gpiozero.pins.mock import MockFactory, MockPin
 
-from appliance.hardware import pin_factory
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.fan import open_fan
-from appliance.hardware.gpio import GpioCallbacks, GpioPanel, resolve_pin_factory
-from appliance.hardware.pin_factory import choose_pin_factory
-from appliance.hardware.profile import GpioSpec
-from appliance.hardware.status_led import FAST_BLINK, PATTERNS, SLOW_BLINK, StatusLed
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import GpioSpec
+from appliance.gpio.panel import GpioCallbacks, GpioPanel, resolve_pin_factory
+from appliance.gpio.pin_factory import choose_pin_factory
+from appliance.gpio.status_led import FAST_BLINK, PATTERNS, SLOW_BLINK, StatusLed
+from appliance.thermal.fan import open_fan
 from tests.waiting import wait_for
 
 IDLE_S = 0.3
@@ -260,7 +260,7 @@ def test_panel_opens_every_named_device_and_describes_it(factory: MockFactory) -
             "status_led: GPIO17, showing running",
             f"button: GPIO27, short press next identity, hold {HOLD_S:g} s swapping on/off",
             f"pir: GPIO22, idle after {IDLE_S:g} s without motion (awake)",
-            "fan: GPIO18, driven by appliance.hardware.fan",
+            "fan: GPIO18, driven by appliance.thermal.fan",
         ]
     # close() released every pin: they can be claimed again
     for number in (17, 27, 22):
@@ -364,7 +364,7 @@ def test_this_machine_without_gpio_resolves_no_factory(no_factory_yet: None) -> 
 
 
 def test_a_profile_without_pins_opens_an_empty_panel(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="appliance.hardware.gpio")
+    caplog.set_level(logging.INFO, logger="appliance.gpio.panel")
     panel = GpioPanel.open(None, GpioCallbacks())
     assert not panel.active
     assert panel.describe() == [

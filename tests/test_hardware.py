@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import yaml
 
+from appliance.device.catalog import load_profile, load_profiles
+from appliance.device.facts import HardwareFacts
+from appliance.device.match import match_profile
+from appliance.device.nvidia import NVIDIA_SMI_QUERY, parse_nvidia_smi, probe_nvidia
+from appliance.device.probe import probe
+from appliance.device.profile import HardwareProfile, MatchRules
+from appliance.device.rules import CHECKS
 from appliance.errors import ConfigError
-from appliance.hardware.catalog import load_profile, load_profiles
-from appliance.hardware.facts import HardwareFacts
-from appliance.hardware.match import match_profile
-from appliance.hardware.nvidia import NVIDIA_SMI_QUERY, parse_nvidia_smi, probe_nvidia
-from appliance.hardware.probe import probe
-from appliance.hardware.profile import HardwareProfile, MatchRules
-from appliance.hardware.rules import CHECKS
 
 REQUIRED = (
     "jetson-orin-nano",

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.install_check import check_install, venv_sees_system_packages
+from appliance.device.catalog import load_profiles
+from appliance.doctor.install_check import check_install, venv_sees_system_packages
 
 REQUIRES = [
     "numpy<3,>=1.24",

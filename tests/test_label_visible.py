@@ -18,9 +18,9 @@ from PIL import ImageDraw
 
 from appliance.config import LabelSettings, Settings, settings_from_dict, updated
 from appliance.errors import ConfigError
+from appliance.label_text import DEFAULT_LABEL_TEXT, label_text_problem
 from appliance.modelstore import ModelStore
 from appliance.vision.label import Labeler
-from appliance.vision.label_text import DEFAULT_LABEL_TEXT, label_text_problem
 from tests.test_cli import assert_one_line_error, swap_image
 from tests.test_web_support import Mirror, post
 

@@ -24,9 +24,13 @@ import pytest
 from appliance.cli.main import main
 from appliance.config import LivenessSettings, Settings, settings_from_dict
 from appliance.errors import ConfigError
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.attack_clips import PhotoAttack, sheet_homography
-from appliance.pipeline.bench_liveness import (
+from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.processor import FrameProcessor
+from appliance.pipeline.telemetry import Telemetry
+from appliance.tools.attack_clips import PhotoAttack, sheet_homography
+from appliance.tools.bench_liveness import (
     DEADLINE_S,
     LivenessReport,
     attack_stills,
@@ -34,10 +38,6 @@ from appliance.pipeline.bench_liveness import (
     run_liveness_bench,
     run_real,
 )
-from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.pipeline.frames import Frame
-from appliance.pipeline.processor import FrameProcessor
-from appliance.pipeline.telemetry import Telemetry
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.head_pose import planar_residual, pose_xy, sideways_parallax
 from appliance.vision.liveness import Liveness, LivenessGate

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings, updated
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.pipeline.frames import Frame
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.mesh import FACE_OVAL
 from appliance.vision.occlusion import occluders

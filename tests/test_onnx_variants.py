@@ -20,11 +20,11 @@ from appliance.errors import ModelError, ModelHashError, ModelMissingError
 from appliance.inference.litert import LiteRTBackend
 from appliance.inference.onnx_backend import OnnxBackend
 from appliance.modelstore import ModelStore
-from appliance.modelstore import quantize as quantize_module
-from appliance.modelstore.convert import CONVERTIBLE, convert_models
 from appliance.modelstore.onnx_variants import OnnxVariants
-from appliance.modelstore.quantize import make_int8_variants
-from appliance.modelstore.variant_check import (
+from appliance.tools import quantize as quantize_module
+from appliance.tools.convert import CONVERTIBLE, convert_models
+from appliance.tools.quantize import make_int8_variants
+from appliance.tools.variant_check import (
     DETECTOR_KIND,
     Photo,
     detections,

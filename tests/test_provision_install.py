@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from appliance.cli.main import main
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import HardwareProfile
 from appliance.modelstore import ModelStore
 from appliance.modelstore.hashing import sha256_file
 from provisioning import requirements

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.reliability import FADE_PER_S, Fade, swap_weight
 from appliance.vision.shape_transfer import head_pose

@@ -23,13 +23,13 @@ import pytest
 from appliance.config import Settings
 from appliance.errors import OutputError, SourceError
 from appliance.media.demo_source import DemoSource
+from appliance.media.frames import Frame
 from appliance.media.null_sink import NullSink
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.failures import StageFailures
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.runner import THREAD_PREFIX, PipelineRunner, sink_names
 from appliance.pipeline.telemetry import Telemetry
 

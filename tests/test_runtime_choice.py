@@ -21,24 +21,24 @@ import yaml
 
 from appliance.cli.main import main
 from appliance.config import Settings, settings_from_dict, updated
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.doctor import DoctorProbes, run_doctor
-from appliance.hardware.profile import HardwareProfile
-from appliance.hardware.runtime import (
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import HardwareProfile
+from appliance.doctor.doctor import DoctorProbes, run_doctor
+from appliance.inference.edgetpu import EdgeTpuBackend
+from appliance.inference.fallbacks import clear_fallbacks, fallbacks
+from appliance.inference.onnx_backend import OnnxBackend, available_providers
+from appliance.inference.runtime import (
     RuntimeChoice,
     choose_for_device,
     config_target_fps,
     with_target_fps,
 )
-from appliance.inference.edgetpu import EdgeTpuBackend
-from appliance.inference.fallbacks import clear_fallbacks, fallbacks
-from appliance.inference.onnx_backend import OnnxBackend, available_providers
 from appliance.inference.select import FALLBACK_SUBJECT, Attempt
 from appliance.modelstore import Manifest, ModelStore
-from appliance.modelstore.convert import convert_models
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.onnx_variants import OnnxVariants
 from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.tools.convert import convert_models
 from appliance.vision.neural import provision_neural
 from tests.test_hardware import DEVICES, fake_probe
 from tests.test_neural_swap import make_embedder, make_swapper

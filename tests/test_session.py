@@ -16,9 +16,7 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings
-from appliance.hardware.governor import ThermalState
-from appliance.hardware.runtime import choose_for_device
-from appliance.hardware.thermal_action import action_for
+from appliance.inference.runtime import choose_for_device
 from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
@@ -26,6 +24,8 @@ from appliance.media.null_sink import NullSink
 from appliance.media.overlays import Overlays
 from appliance.modelstore import ModelStore
 from appliance.session import MirrorSession, SessionOptions
+from appliance.thermal.action import action_for
+from appliance.thermal.governor import ThermalState
 from tests.test_camera_reconnect import FakeDevice
 from tests.waiting import wait_for
 from web_ui.status import camera_problem

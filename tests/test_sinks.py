@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from appliance.errors import OutputError
+from appliance.media.frames import Frame
 from appliance.media.latest_jpeg import LatestJpeg
 from appliance.media.sinks import NullSink, PreviewServer, VideoFileSink
-from appliance.pipeline.frames import Frame
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
 

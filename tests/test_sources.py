@@ -15,10 +15,10 @@ import pytest
 from appliance.errors import ConfigError, InputError, SourceError
 from appliance.media.camera_source import CameraSource, device_index
 from appliance.media.demo_source import LOOP_S, DemoSource
+from appliance.media.frames import Frame
 from appliance.media.source_base import FrameTimeoutError
 from appliance.media.sources import open_source
 from appliance.media.video_source import VideoFileSource
-from appliance.pipeline.frames import Frame
 from tests.conftest import shared_media
 
 ASTRONAUT_FACE = [(175, 55), (285, 55), (285, 195), (175, 195)]  # photo pixels, approximate

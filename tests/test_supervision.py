@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings
-from appliance.hardware.runtime import choose_for_device
+from appliance.inference.runtime import choose_for_device
 from appliance.media.demo_source import DemoSource
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.frames import Frame
 from appliance.session import MirrorSession, SessionOptions
 from appliance.supervision.heartbeat import STALL_S, Heartbeat
 from appliance.supervision.notify import Notifier, socket_address

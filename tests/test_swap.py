@@ -10,9 +10,9 @@ import pytest
 
 from appliance.config import Settings, updated
 from appliance.errors import NoFaceError
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision import eye_handover
 from appliance.vision.analyzer import FaceAnalyzer

@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
+from appliance.device.catalog import load_profiles
+from appliance.device.profile import HardwareProfile, ThermalSpec
+from appliance.doctor.thermal_check import read_sensors
 from appliance.errors import ConfigError
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.profile import HardwareProfile, ThermalSpec
-from appliance.hardware.thermal import (
+from appliance.thermal.replay import ReplaySensor, TracePoint, parse_trace
+from appliance.thermal.sensors import (
     FileSensor,
     NvmlSensor,
     Reading,
     open_sensors,
     read_all,
 )
-from appliance.hardware.thermal_replay import ReplaySensor, TracePoint, parse_trace
-from appliance.hardware.thermal_sensors import read_sensors
 
 DATA = Path(__file__).parent / "data" / "thermal"
 JETSON_BASE = "sys/devices/virtual/thermal"

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from appliance.config import Settings
+from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.pipeline.frames import Frame
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular

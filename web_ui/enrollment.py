@@ -13,9 +13,9 @@ from pathlib import Path
 
 from appliance.config import Settings
 from appliance.errors import NoFaceError
+from appliance.media.frames import Frame, Image
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer
-from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity, enroll, read_image

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from appliance.pipeline.frames import Frame
+from appliance.media.frames import Frame
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.quality import QualityLevel
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
+from appliance.media.frames import Frame
 from appliance.media.latest_jpeg import LatestJpeg
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

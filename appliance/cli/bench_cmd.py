@@ -21,13 +21,13 @@ from typing import Any
 from appliance.cli.bench_liveness_cmd import add_liveness_arguments, bench_liveness
 from appliance.cli.common import add_config_argument, load_cli_settings
 from appliance.errors import ConfigError, OutputError
-from appliance.media.live_clip import JpegClip
 from appliance.media.sizes import parse_size
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
-from appliance.pipeline.bench import STAGES, VARIANTS, VariantResult, run_variant
-from appliance.pipeline.bench_clips import FACES, build_clips, demo_clip, video_clip
 from appliance.pipeline.factory import build_processor
+from appliance.tools.bench import STAGES, VARIANTS, VariantResult, run_variant
+from appliance.tools.bench_clips import FACES, build_clips, demo_clip, video_clip
+from appliance.tools.live_clip import JpegClip
 from appliance.vision.identity import read_image
 
 logger = logging.getLogger(__name__)

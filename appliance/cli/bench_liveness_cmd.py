@@ -16,13 +16,13 @@ import logging
 from appliance.cli.common import load_cli_settings
 from appliance.errors import ConfigError, OutputError
 from appliance.modelstore import ModelStore
-from appliance.pipeline.bench_liveness import (
+from appliance.pipeline.factory import build_analyzer
+from appliance.tools.bench_liveness import (
     attack_stills,
     format_report,
     real_videos,
     run_liveness_bench,
 )
-from appliance.pipeline.factory import build_analyzer
 from appliance.vision.liveness import MODES
 
 logger = logging.getLogger(__name__)

@@ -11,10 +11,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from appliance.device.catalog import load_profiles
+from appliance.doctor.doctor import run_doctor
+from appliance.doctor.text import render_text
 from appliance.errors import BackendFallbackWarning
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.doctor import run_doctor
-from appliance.hardware.doctor_text import render_text
 from appliance.modelstore import ModelStore
 
 

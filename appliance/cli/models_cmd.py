@@ -188,8 +188,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from appliance.modelstore.convert import CONVERTIBLE, convert_models
     from appliance.modelstore.onnx_variants import OnnxVariants
+    from appliance.tools.convert import CONVERTIBLE, convert_models
 
     store = ModelStore()
     variants = OnnxVariants(store, args.out)
@@ -200,11 +200,11 @@ def _convert(args: argparse.Namespace) -> int:
     )
     candidates: dict[str, bytes] = {}
     if args.int8 or args.bench:
-        from appliance.modelstore.variant_check import load_photos
+        from appliance.tools.variant_check import load_photos
 
         photos = load_photos(store, args.photos)
     if args.int8:
-        from appliance.modelstore.quantize import make_int8_variants
+        from appliance.tools.quantize import make_int8_variants
 
         int8 = make_int8_variants(variants, CONVERTIBLE, photos, progress=_progress)
         candidates = int8.candidates
@@ -215,7 +215,7 @@ def _convert(args: argparse.Namespace) -> int:
         for key, reason in int8.rejected.items():
             print(f"  {key} rejected: {reason}")
     if args.bench:
-        from appliance.modelstore.variant_bench import bench_variants
+        from appliance.tools.variant_bench import bench_variants
 
         _progress("benchmarking, one thread each ...")
         for row in bench_variants(variants, CONVERTIBLE, photos, candidates):

@@ -38,6 +38,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--venv", default=str(DEFAULT_VENV), help=f"the device's venv ({DEFAULT_VENV})"
     )
+    parser.add_argument(
+        "--secrets-at-first-start",
+        action="store_true",
+        help="write no admin password or secret key: the device makes them (for images)",
+    )
     parser.set_defaults(handler=_provision)
     verbs = parser.add_subparsers(dest="verb", metavar="bundle")
     p_bundle = verbs.add_parser("bundle", help="build an offline bundle into OUT")
@@ -77,6 +82,7 @@ def _provision(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         web=WebListen(args.web_host, args.web_port),
         venv=PurePosixPath(args.venv),
+        first_start_secrets=args.secrets_at_first_start,
     )
     outcome = provision(request, say=_say)
     _report(outcome)

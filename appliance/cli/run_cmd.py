@@ -35,10 +35,10 @@ from appliance.cli.common import add_config_argument, load_cli_settings
 from appliance.cli.run_io import open_run_display, open_run_source
 from appliance.cli.run_report import status_line, summary_line
 from appliance.config import Settings
+from appliance.device.catalog import load_profiles
 from appliance.errors import BackendFallbackWarning, ConfigError
 from appliance.fileio import atomic_write_text, refuse_same_file
-from appliance.hardware.catalog import load_profiles
-from appliance.hardware.runtime import (
+from appliance.inference.runtime import (
     RuntimeChoice,
     choose_for_device,
     config_target_fps,

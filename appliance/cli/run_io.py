@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from appliance.hardware.profile import HardwareProfile
+from appliance.device.profile import HardwareProfile
 from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_open import open_camera
 from appliance.media.camera_source import CameraSource

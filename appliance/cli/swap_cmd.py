@@ -16,12 +16,12 @@ from pathlib import Path
 from appliance.cli.common import ProgressBar, add_config_argument, load_cli_settings
 from appliance.errors import NoFaceError
 from appliance.fileio import refuse_same_file
+from appliance.media.frames import Frame
 from appliance.media.stills import save_still
 from appliance.media.video_sink import VideoFileSink, check_writable
 from appliance.media.video_source import VideoFileSource, frame_count
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor, resolve_photo
-from appliance.pipeline.frames import Frame
 from appliance.vision.identity import read_image
 from appliance.vision.pixel_limit import check_image_file
 

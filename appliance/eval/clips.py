@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.errors import InputError
+from appliance.media.frames import Image
 from appliance.media.video_source import VideoFileSource, frame_count
-from appliance.pipeline.frames import Image
 from appliance.vision.identity import read_image
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from appliance.eval.report import EvalReport, FrameRecord
-from appliance.pipeline.frames import Image
+from appliance.media.frames import Image
 
 logger = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from appliance.eval.recogniser import Descriptor, FaceRecogniser
 from appliance.eval.regions import band_px, crop_box, face_mask
 from appliance.eval.report import EXPRESSION_BLENDSHAPES, EvalReport, FrameRecord, summarise
 from appliance.inference.litert import LiteRTBackend
+from appliance.media.frames import Frame, Image
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor, resolve_photo
-from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blendshapes import BlendshapeModel

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 
 from appliance.errors import SourceError
+from appliance.media.frames import Frame
 from appliance.media.source_base import FrameSource
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from appliance.device.profile import CaptureSpec
 from appliance.errors import ConfigError
-from appliance.hardware.profile import CaptureSpec
 from appliance.media.camera_source import CameraSource
 from appliance.media.gstreamer_csi import GStreamerCsiSource
 from appliance.media.mirrored_source import MirroredSource

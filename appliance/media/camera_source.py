@@ -31,8 +31,8 @@ from typing import Any, Protocol
 import cv2
 
 from appliance.errors import ConfigError, SourceError
+from appliance.media.frames import Frame
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import ConfigError, InputError
+from appliance.media.frames import Frame, Image
 from appliance.media.pacing import Pacer
 from appliance.media.source_base import FrameSource, FrameTimeoutError
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

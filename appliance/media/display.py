@@ -10,7 +10,7 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from appliance.hardware.profile import DisplaySpec
+from appliance.device.profile import DisplaySpec
 from appliance.media.framebuffer_sink import SYSFS_GRAPHICS, FramebufferSink
 from appliance.media.sdl_sink import SdlSink
 from appliance.media.sink_base import FrameSink

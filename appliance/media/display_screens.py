@@ -17,10 +17,10 @@ import re
 import socket
 from pathlib import Path
 
+from appliance.media.frames import Frame
 from appliance.media.overlays import FirstBootInfo, Overlays
 from appliance.media.screen_feed import ScreenFeed
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ import numpy.typing as npt
 
 from appliance.errors import OutputError
 from appliance.media.fb_ioctl import Ioctl, read_screen_info
+from appliance.media.frames import Frame, Image
 from appliance.media.letterbox import letterbox
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import threading
 import cv2
 
 from appliance.errors import OutputError
-from appliance.pipeline.frames import Image
+from appliance.media.frames import Image
 
 logger = logging.getLogger(__name__)
 

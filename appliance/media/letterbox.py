@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from appliance.pipeline.frames import Image
+from appliance.media.frames import Image
 
 
 def letterbox(image: Image, size: tuple[int, int]) -> Image:

@@ -11,8 +11,8 @@ import logging
 
 import cv2
 
+from appliance.media.frames import Frame
 from appliance.media.source_base import FrameSource
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

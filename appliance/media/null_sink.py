@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from appliance.media.frames import Frame
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

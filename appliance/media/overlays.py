@@ -23,7 +23,7 @@ from PIL import Image as PilImage
 from PIL import ImageDraw, ImageFont
 
 from appliance.errors import ModelError
-from appliance.pipeline.frames import Image
+from appliance.media.frames import Image
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from appliance.errors import SourceError
+from appliance.media.frames import Frame
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
 from appliance.errors import ConfigError, OutputError
+from appliance.media.frames import Frame
 from appliance.media.latest_jpeg import LatestJpeg
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

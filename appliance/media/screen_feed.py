@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 
 from appliance.errors import MirrorError
+from appliance.media.frames import Frame, Image
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

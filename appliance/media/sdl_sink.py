@@ -16,9 +16,9 @@ from typing import Any
 import cv2
 
 from appliance.errors import MissingExtraError, OutputError
+from appliance.media.frames import Frame, Image
 from appliance.media.letterbox import letterbox
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from appliance.media.frames import Frame
 from appliance.media.lifecycle import Lifecycle
-from appliance.pipeline.frames import Frame
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ import cv2
 import numpy as np
 
 from appliance.errors import SourceError
+from appliance.media.frames import Frame, Image
 from appliance.media.lifecycle import Lifecycle
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import cv2
 
 from appliance.errors import ConfigError, OutputError
 from appliance.fileio import discard, publish, temp_beside
+from appliance.media.frames import Frame, Image
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import cv2
 
 from appliance.errors import SourceError
+from appliance.media.frames import Frame, Image
 from appliance.media.pacing import Pacer
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
-from appliance.pipeline.frames import Frame, Image
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from appliance.config import PipelineSettings
-from appliance.pipeline.frames import Frame
+from appliance.media.frames import Frame
 from appliance.pipeline.idle import IdleGate
 from appliance.pipeline.ladder import DegradeLadder, LadderTiming
 from appliance.pipeline.quality import QualityLevel, build_ladder

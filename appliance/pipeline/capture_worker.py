@@ -13,9 +13,9 @@ import logging
 import time
 
 from appliance.errors import MirrorError
+from appliance.media.frames import Frame
 from appliance.media.lifecycle import Lifecycle
 from appliance.media.source_base import FrameSource, FrameTimeoutError
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import StageContext, close_quietly
 from appliance.pipeline.telemetry import Drop

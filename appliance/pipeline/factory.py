@@ -1,7 +1,7 @@
 """Build a ready frame processor from settings, the model store and an identity.
 
 Without a runtime choice every model runs on LiteRT on the CPU. With one
-(``appliance.hardware.runtime``), each analyzer model loads as its role was
+(``appliance.inference.runtime``), each analyzer model loads as its role was
 resolved (an ONNX detector beside LiteRT landmarks, say), and a neural
 swapper runs on the chosen backend when that is onnxruntime-based.
 """
@@ -12,9 +12,9 @@ import logging
 from pathlib import Path
 
 from appliance.config import LivenessSettings, Settings
-from appliance.hardware.runtime import RuntimeChoice
 from appliance.inference.base import Backend
 from appliance.inference.litert import LiteRTBackend
+from appliance.inference.runtime import RuntimeChoice
 from appliance.modelstore import ModelStore
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer

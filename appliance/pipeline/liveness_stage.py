@@ -14,7 +14,7 @@ import logging
 import time
 
 from appliance.config import LabelPosition, LabelSettings, LivenessSettings
-from appliance.pipeline.frames import Image
+from appliance.media.frames import Image
 from appliance.timing import add_stage_ms
 from appliance.vision.label import Labeler
 from appliance.vision.liveness import DEFAULT_PROMPTS, LivenessCounts, LivenessGate

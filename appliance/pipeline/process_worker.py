@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+from appliance.media.frames import Frame, Image
 from appliance.media.lifecycle import Lifecycle
-from appliance.pipeline.frames import Frame, Image
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import Controller, Processor, StageContext, age_ms, next_frame

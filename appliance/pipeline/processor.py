@@ -25,7 +25,7 @@ import time
 import cv2
 
 from appliance.config import LivenessSettings
-from appliance.pipeline.frames import Frame, Image
+from appliance.media.frames import Frame, Image
 from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms

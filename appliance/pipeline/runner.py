@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from enum import Enum
 
 from appliance.errors import ConfigError
+from appliance.media.frames import Frame
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
 from appliance.pipeline.capture_worker import CaptureWorker
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.process_worker import ProcessWorker
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import time
 
+from appliance.media.frames import Frame
 from appliance.media.lifecycle import Lifecycle
 from appliance.media.sink_base import FrameSink
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import StageContext, age_ms, close_quietly, next_frame
 from appliance.pipeline.telemetry import Drop

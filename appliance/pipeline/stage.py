@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from appliance.media.frames import Frame
 from appliance.media.lifecycle import Lifecycle
 from appliance.pipeline.failures import StageFailures
-from appliance.pipeline.frames import Frame
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.telemetry import Drop, Telemetry
 

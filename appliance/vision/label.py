@@ -6,7 +6,7 @@ integer blend weights. :meth:`Labeler.apply` then only blends that patch
 into the frame, which takes well under a millisecond at 720p.
 
 The text is checked again here with the font it is drawn with
-(:mod:`appliance.vision.label_text`); a text that fails the check, fails to
+(:mod:`appliance.label_text`); a text that fails the check, fails to
 render or renders too little ink is replaced by :data:`DEFAULT_LABEL_TEXT`
 (the reason logged), so a frame is never labelled with an invisible label.
 Only when the default label itself cannot be drawn is that an error.
@@ -30,7 +30,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from appliance.config import LabelSettings
 from appliance.errors import InputError, ModelError, ModelMissingError
-from appliance.vision.label_text import DEFAULT_LABEL_TEXT, MIN_INK_AREA, label_text_problem
+from appliance.label_text import DEFAULT_LABEL_TEXT, MIN_INK_AREA, label_text_problem
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,147 @@
+"""The schema of ``mirror doctor --json``: one frozen model per section.
+
+``DoctorReport.model_validate(json.loads(text))`` validates a report and
+``doctor_json_schema()`` gives the JSON Schema for other readers (the admin
+page, fleet tooling). Bump ``SCHEMA_VERSION`` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from appliance.device.facts import HardwareFacts
+
+SCHEMA_VERSION: Final = 1
+
+ModelStatus = Literal["ok", "missing", "bad-hash"]
+RoleStatus = Literal["ok", "missing", "bad-hash", "variant", "builtin", "not-installed"]
+SensorStatus = Literal["ok", "offline", "missing", "unreadable"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CandidateReport(_Frozen):
+    name: str
+    matched: bool
+    fallback: bool
+    rules: int = Field(description="How many rules the profile has (its specificity).")
+    priority: int
+    failed: list[str] = Field(description="Rules that did not hold, with what was seen.")
+
+
+class ProfileReport(_Frozen):
+    name: str
+    description: str
+    reason: str = Field(description="Why this profile, in words.")
+    overridden: bool = Field(description="Chosen with --profile.")
+    target_fps: float
+    candidates: list[CandidateReport]
+
+
+class AttemptReport(_Frozen):
+    name: str
+    ok: bool
+    reason: str
+
+
+class BackendsReport(_Frozen):
+    order: list[str] = Field(description="The profile's order, best first.")
+    chosen: str | None = Field(description="The backend in use; null when none works.")
+    attempts: list[AttemptReport]
+    fallbacks: list[str] = Field(description="Recorded fallbacks: subject: wanted -> used.")
+
+
+class ModelFileReport(_Frozen):
+    name: str
+    path: str
+    status: ModelStatus
+    expected_sha256: str
+    actual_sha256: str | None
+
+
+class RoleReport(_Frozen):
+    role: str
+    model: str = Field(description="The profile's model (or variant) for the role.")
+    status: RoleStatus
+    detail: str
+
+
+class ModelsReport(_Frozen):
+    cache_dir: str
+    files: list[ModelFileReport]
+    roles: list[RoleReport]
+
+
+class InstallReport(_Frozen):
+    extras: list[str] = Field(description="The project's extras the profile asks for.")
+    missing: list[str] = Field(description="Requirements of those extras not met here.")
+    conflicts: list[str] = Field(description="Distributions that must not be installed together.")
+    system_site_packages_wanted: bool
+    system_site_packages: bool = Field(description="Whether this venv sees the OS's packages.")
+    command: str | None = Field(description="The command that installs what is missing.")
+
+
+class CameraReport(_Frozen):
+    device: str
+    found: bool
+    name: str | None = Field(description="The V4L2 name, when sysfs gives it.")
+    resolution: str
+    fps: float
+    fourcc: str
+    required: bool
+
+
+class DisplayReport(_Frozen):
+    connector: str
+    resolution: str
+    connected: list[str] = Field(description="DRM connectors reporting 'connected'.")
+    ok: bool
+
+
+class GpioReport(_Frozen):
+    numbering: str | None
+    pins: dict[str, int]
+    chips: list[str] = Field(description="/dev/gpiochip* found.")
+    ok: bool
+
+
+class SensorReport(_Frozen):
+    sensor: str = Field(description="As written in the profile (path, glob or nvml:N).")
+    path: str = Field(description="The file read, or the sensor itself for NVML.")
+    status: SensorStatus
+    temperature_c: float | None
+    detail: str
+
+
+class ThermalReport(_Frozen):
+    warm_c: float
+    hot_c: float
+    critical_c: float
+    sensors: list[SensorReport]
+
+
+class DoctorReport(_Frozen):
+    schema_version: Literal[1] = Field(
+        SCHEMA_VERSION, description="Bumped on incompatible changes."
+    )
+    ok: bool = Field(description="The mirror can run here.")
+    problems: list[str] = Field(description="Why it cannot run, each with what to do.")
+    warnings: list[str] = Field(description="Degraded but working.")
+    profile: ProfileReport
+    facts: HardwareFacts
+    backends: BackendsReport
+    models: ModelsReport
+    camera: CameraReport
+    display: DisplayReport
+    gpio: GpioReport
+    thermal: ThermalReport
+    install: InstallReport = Field(description="This Python environment against the profile.")
+
+
+def doctor_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a ``mirror doctor --json`` report."""
+    return DoctorReport.model_json_schema()

@@ -1,0 +1,85 @@
+"""The doctor's report as text for a person at a terminal."""
+
+from __future__ import annotations
+
+from appliance.device.report import DoctorReport
+
+_MARK = {True: "ok  ", False: "FAIL"}
+
+
+def _profile(report: DoctorReport) -> list[str]:
+    p = report.profile
+    lines = [
+        f"profile   {p.name}: {p.description}" + (" (--profile)" if p.overridden else ""),
+        f"  why     {p.reason}",
+        f"  target  {p.target_fps:g} fps",
+    ]
+    matched = [c.name for c in p.candidates if c.matched]
+    lines.append(f"  matched {', '.join(matched) or 'none'}")
+    return lines
+
+
+def _facts(report: DoctorReport) -> list[str]:
+    lines = [f"device    {report.facts.summary()}"]
+    lines += [f"  note    {note}" for note in report.facts.notes]
+    return lines
+
+
+def _backends(report: DoctorReport) -> list[str]:
+    b = report.backends
+    lines = [f"backends  order {', '.join(b.order)}; chosen {b.chosen or 'none'}"]
+    lines += [f"  {_MARK[a.ok]}    {a.name}: {a.reason}" for a in b.attempts]
+    lines += [f"  fallback {f}" for f in b.fallbacks]
+    return lines
+
+
+def _models(report: DoctorReport) -> list[str]:
+    m = report.models
+    lines = [f"models    cache {m.cache_dir}"]
+    for f in m.files:
+        sha = f"sha256 {f.actual_sha256[:12]}" if f.actual_sha256 else ""
+        lines.append(f"  {f.status:8} {f.name:22} {sha}")
+    for r in m.roles:
+        lines.append(f"  {r.role:11} {r.model} ({r.status}: {r.detail})")
+    return lines
+
+
+def _peripherals(report: DoctorReport) -> list[str]:
+    c, d, g = report.camera, report.display, report.gpio
+    camera = f"found{f' ({c.name})' if c.name else ''}" if c.found else "not found"
+    connected = ", ".join(d.connected) or "none connected"
+    pins = ", ".join(f"{n}={p}" for n, p in g.pins.items()) or "none configured"
+    chips = ", ".join(g.chips) or "no gpiochip"
+    return [
+        f"camera    {c.device} {c.resolution}@{c.fps:g} {c.fourcc}: {camera}",
+        f"display   {d.connector} {d.resolution}: {connected}",
+        f"gpio      {g.numbering or '-'} {pins}; {chips}",
+    ]
+
+
+def _thermal(report: DoctorReport) -> list[str]:
+    t = report.thermal
+    lines = [f"thermal   warm {t.warm_c:g} / hot {t.hot_c:g} / critical {t.critical_c:g} C"]
+    for s in t.sensors:
+        value = f"{s.temperature_c:.1f} C" if s.temperature_c is not None else s.detail
+        lines.append(f"  {s.status:8} {s.path}: {value}")
+    return lines
+
+
+def _install(report: DoctorReport) -> list[str]:
+    i = report.install
+    extras = ", ".join(i.extras) or "none"
+    state = "complete" if not (i.missing or i.conflicts) else "incomplete (see the warnings)"
+    system = "yes" if i.system_site_packages else "no"
+    wanted = " (the profile wants them)" if i.system_site_packages_wanted else ""
+    return [f"install   extras {extras}: {state}; system packages visible: {system}{wanted}"]
+
+
+def render_text(report: DoctorReport) -> str:
+    verdict = "the mirror can run here" if report.ok else "the mirror CANNOT run here"
+    lines = [f"mirror doctor: {verdict}"]
+    for part in (_profile, _facts, _backends, _models, _peripherals, _thermal, _install):
+        lines += part(report)
+    lines += [f"warning   {w}" for w in report.warnings]
+    lines += [f"PROBLEM   {p}" for p in report.problems]
+    return "\n".join(lines)

@@ -1,1 +1,0 @@
-"""Hardware profiles, the device probe, profile matching and ``mirror doctor``'s checks."""

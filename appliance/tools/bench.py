@@ -1,0 +1,240 @@
+"""The benchmark: a naive synchronous loop against the threaded pipeline, same clip.
+
+Both variants read the same ``JpegClip`` from a ``LiveClipSource`` (an
+emulated live MJPG camera: frames are captured on schedule whether read or
+not, and a late reader gets the newest one) and hand frames to a null output
+that checks what it is given.
+
+- ``naive``: ``read -> process -> write`` in one thread, detecting on every
+  frame. It never drops a frame for being old: frames it shows older than
+  the latency budget are counted as ``stale_shown``.
+- ``pipeline``: the real ``PipelineRunner`` with the processor's own
+  tracking (re-detect every few frames); stale frames are dropped.
+
+Figures per variant: per-stage and end-to-end latency (capture to hand-off
+to the output), output fps (frames shown over the run's wall time), frames
+dropped by reason (``camera``: captured but never read), stale frames shown,
+process CPU % (200 % = two busy cores) and peak RSS.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from appliance.config import PipelineSettings
+from appliance.errors import ConfigError
+from appliance.media.frames import Frame
+from appliance.media.null_sink import NullSink
+from appliance.media.sink_base import FrameSink
+from appliance.media.source_base import FrameSource
+from appliance.pipeline.adaptive import AdaptiveController
+from appliance.pipeline.meters import summarise
+from appliance.pipeline.processor import FrameProcessor
+from appliance.pipeline.runner import PipelineRunner
+from appliance.pipeline.snapshot import LatencySummary
+from appliance.pipeline.stage import age_ms
+from appliance.pipeline.telemetry import Telemetry
+from appliance.tools.bench_clips import BenchClip
+from appliance.tools.live_clip import JpegClip, LiveClipSource
+from appliance.tools.resources import ResourceMeter
+
+logger = logging.getLogger(__name__)
+
+VARIANTS = ("naive", "pipeline")
+STAGES = ("queue", "detect", "landmarks", "warp", "blend", "label", "process")
+LATENCY_BUDGET_MS = 200.0
+WARMUP_FRAMES = 3
+TELEMETRY_WINDOW = 1024  # latency samples kept at least (the runner's default)
+END_GRACE_S = 10.0  # how long past the clip's own length a pipeline run may take
+
+Summary = dict[str, float | None]
+
+
+@dataclass
+class VariantResult:
+    """One variant's run over one clip. Latencies in ms; ``None`` where nothing ran."""
+
+    variant: str
+    redetect_every: int
+    e2e_ms: Summary
+    stages_ms: dict[str, Summary]
+    dropped: dict[str, int] = field(default_factory=dict)  # by reason; "camera": never read
+    clip: str = ""
+    size: tuple[int, int] = (0, 0)
+    faces: int = 0  # faces the clip shows
+    frames_offered: int = 0  # captured by the emulated camera
+    frames_read: int = 0
+    frames_out: int = 0  # handed to the output
+    wall_s: float = 0.0
+    output_fps: float = 0.0  # frames_out / wall_s
+    stale_shown: int = 0  # shown older than the latency budget
+    cpu_percent: float = 0.0
+    peak_rss_mib: float = 0.0
+    faces_found: float = 0.0  # faces per shown frame, on average
+    swapped: int = 0  # shown frames with a swapped face
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["dropped_total"] = self.dropped_total
+        return data
+
+
+class CheckingSink(NullSink):
+    """A null output that counts the frames it was shown too old, their faces and swaps."""
+
+    def __init__(self, budget_ms: float) -> None:
+        super().__init__()
+        self.budget_ms = budget_ms
+        self.stale = 0
+        self.faces = 0
+        self.swapped = 0
+
+    def _write(self, frame: Frame) -> None:
+        super()._write(frame)
+        self.stale += int(age_ms(frame) > self.budget_ms)
+        self.faces += frame.faces
+        self.swapped += int(frame.swapped)
+
+
+def _summary(values: Sequence[float] | LatencySummary) -> Summary:
+    s = values if isinstance(values, LatencySummary) else summarise(np.asarray(values, float))
+    return {"p50": s.p50, "p95": s.p95, "p99": s.p99, "max": s.max, "count": s.count}
+
+
+def run_variant(
+    variant: str,
+    clip: BenchClip,
+    processor: FrameProcessor,
+    frames: int,
+    *,
+    fps: float = 30.0,
+    budget_ms: float = LATENCY_BUDGET_MS,
+) -> VariantResult:
+    """Play ``frames`` frames of ``clip`` at ``fps`` through ``variant`` and measure it."""
+    if variant not in VARIANTS:
+        raise ConfigError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if frames < 1:
+        raise ConfigError(f"frames must be at least 1, got {frames}")
+    processor.max_faces = clip.faces
+    _warm_up(clip.clip, processor)
+    source, sink = LiveClipSource(clip.clip, fps, frames), CheckingSink(budget_ms)
+    run = _run_naive if variant == "naive" else _run_pipeline
+    with ResourceMeter() as meter:
+        result = run(source, processor, sink, budget_ms)
+    result.clip, result.size, result.faces = clip.name, clip.size, clip.faces
+    result.frames_offered, result.frames_read = source.frames_offered, source.frames_read
+    result.dropped["camera"] = source.frames_offered - source.frames_read
+    result.dropped = {reason: n for reason, n in result.dropped.items() if n}
+    _add_figures(result, meter, sink)
+    return result
+
+
+def _warm_up(clip: JpegClip, processor: FrameProcessor) -> None:
+    """Run the models on a few frames (first inferences are slow), then forget them."""
+    for index in range(min(WARMUP_FRAMES, len(clip))):
+        processor.process(Frame(clip.decode(index), index, time.monotonic_ns()))
+    processor.reset()
+    gc.collect()
+
+
+def _run_naive(
+    source: LiveClipSource, processor: FrameProcessor, sink: CheckingSink, budget_ms: float
+) -> VariantResult:
+    """Read, detect + swap, hand off, in one thread; every frame is detected afresh."""
+    saved = processor.redetect_every
+    processor.redetect_every = 1
+    stages: dict[str, list[float]] = {}
+    e2e: list[float] = []
+    try:
+        with source, sink:
+            while (frame := source.read()) is not None:
+                _process_one(processor, frame, stages)
+                e2e.append(age_ms(frame))
+                sink.write(frame)
+    finally:
+        processor.redetect_every = saved
+        processor.reset()
+    return VariantResult(
+        variant="naive",
+        redetect_every=1,
+        e2e_ms=_summary(e2e),
+        stages_ms={k: _summary(v) for k, v in sorted(stages.items())},
+    )
+
+
+def _process_one(processor: FrameProcessor, frame: Frame, stages: dict[str, list[float]]) -> None:
+    queue_ms = age_ms(frame)
+    start = time.perf_counter()
+    processor.process(frame)
+    frame.timings_ms["process"] = (time.perf_counter() - start) * 1e3
+    frame.timings_ms["queue"] = queue_ms
+    for stage, ms in frame.timings_ms.items():
+        stages.setdefault(stage, []).append(ms)
+
+
+def _pipeline_runner(
+    source: FrameSource,
+    processor: FrameProcessor,
+    sinks: Sequence[FrameSink],
+    telemetry: Telemetry,
+    budget_ms: float,
+) -> PipelineRunner:
+    """The runner as the appliance builds it (the one place to change what the bench runs):
+    with adaptive quality, so a variant that cannot keep up degrades as it would live."""
+    controller = AdaptiveController(processor, telemetry, PipelineSettings())
+    return PipelineRunner(
+        source, processor, sinks, telemetry, latency_budget_ms=budget_ms, controller=controller
+    )
+
+
+def _run_pipeline(
+    source: LiveClipSource, processor: FrameProcessor, sink: CheckingSink, budget_ms: float
+) -> VariantResult:
+    """The threaded pipeline with the processor's own detect/track schedule."""
+    telemetry = Telemetry(window_samples=max(TELEMETRY_WINDOW, source.frames))  # every frame
+    runner = _pipeline_runner(source, processor, [sink], telemetry, budget_ms)
+    configured = processor.quality
+    try:
+        snap = runner.run_for(timeout_s=source.frames / source.fps + END_GRACE_S)
+    finally:
+        processor.set_quality(configured)
+        processor.reset()
+    return VariantResult(
+        variant="pipeline",
+        redetect_every=processor.redetect_every,
+        e2e_ms=_summary(snap.e2e_ms),
+        stages_ms={k: _summary(v) for k, v in snap.stages_ms.items()},
+        dropped=dict(snap.drops),
+        extra={
+            "end_reason": runner.end_reason,
+            "errors": snap.errors,
+            "passthrough": snap.passthrough,
+            "quality": snap.quality,
+            "degrade_level": snap.degrade_level,
+        },
+    )
+
+
+def _add_figures(result: VariantResult, meter: ResourceMeter, sink: CheckingSink) -> None:
+    """What the output saw and what the run cost."""
+    shown = sink.frames_written
+    result.frames_out = shown
+    result.wall_s = meter.wall_s
+    result.output_fps = shown / meter.wall_s if meter.wall_s > 0 else 0.0
+    result.stale_shown = sink.stale
+    result.faces_found = sink.faces / shown if shown else 0.0
+    result.swapped = sink.swapped
+    result.cpu_percent = meter.cpu_percent
+    result.peak_rss_mib = meter.peak_rss_mib
