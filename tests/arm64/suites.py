@@ -1,0 +1,26 @@
+"""The Debian releases the install test covers, and what each root holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# python3-venv: the device's venv; systemd: systemd-analyze and the unit's targets;
+# ca-certificates: what a device image has anyway (the root is used offline).
+PACKAGES = ("python3", "python3-venv", "systemd", "ca-certificates")
+
+
+@dataclass(frozen=True)
+class Suite:
+    codename: str  # what mmdebstrap is given
+    debian: int
+    python: str  # the root's own python3
+    target: str  # `mirror provision bundle --target`
+    arch: str = "arm64"
+    variant: str = "apt"
+    packages: tuple[str, ...] = PACKAGES
+
+
+SUITES = (
+    Suite("bookworm", 12, "3.11", "debian12-arm64"),
+    Suite("trixie", 13, "3.13", "debian13-arm64"),
+)
