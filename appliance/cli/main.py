@@ -31,7 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Sub-commands that live in their own modules."""
-    from appliance.cli import bench_cmd, doctor_cmd, eval_cmd, provision_cmd, run_cmd, swap_cmd
+    from appliance.cli import (
+        bench_cmd,
+        doctor_cmd,
+        eval_cmd,
+        image_cmd,
+        provision_cmd,
+        run_cmd,
+        swap_cmd,
+    )
 
     swap_cmd.register(sub)
     run_cmd.register(sub)
@@ -39,6 +47,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     eval_cmd.register(sub)
     doctor_cmd.register(sub)
     provision_cmd.register(sub)
+    image_cmd.register(sub)
 
 
 def _configure_logging(verbosity: int) -> None:

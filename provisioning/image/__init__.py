@@ -1,0 +1,1 @@
+"""Flashable device images: a Debian root by mmdebstrap, the partitions by genimage."""
