@@ -1,0 +1,172 @@
+"""`mirror image build` refusals, the image's own files and secret check, genimage on a small
+tree (the real tool), the manifest's package list, and provisioning with secrets left to the
+device's first start."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from appliance.cli.main import main
+from appliance.modelstore import ModelStore
+from provisioning.bundle_build import build_bundle
+from provisioning.image.genimage_cfg import run_genimage
+from provisioning.image.manifest import debian_packages
+from provisioning.image.root_files import add_image_files, secrets_in
+from provisioning.image.spec import MIB, ImageSpec
+
+PROFILE = "rpi4-cpu"
+
+
+def _mirror(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "appliance.cli.main", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _one_error(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[")]  # progress lines
+    assert len(lines) == 1 and lines[0].startswith("mirror: error: "), done.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_a_profile_without_an_image_names_the_vendor_os_path(tmp_path: Path) -> None:
+    out = tmp_path / "x.img"
+    done = _mirror(
+        "image", "build", "--profile", "jetson-orin-nano", "--bundle", "b", "--out", str(out)
+    )
+    _one_error(done, "JetPack", "same bundle")
+    assert not out.exists()
+
+
+def test_a_bundle_for_another_target_is_refused_and_the_old_image_kept(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    index = {"format": 1, "files": {}, "target": {"name": "debian12-amd64"}}
+    (bundle / "bundle.json").write_text(json.dumps(index))
+    out = tmp_path / "kiosk.img"
+    out.write_bytes(b"old image")
+    done = _mirror(
+        "image", "build", "--profile", PROFILE, "--bundle", str(bundle), "--out", str(out)
+    )
+    if os.geteuid() != 0 or shutil.which("genimage") is None or shutil.which("mmdebstrap") is None:
+        _one_error(done)  # not root or no tools: refused before anything is read
+    else:
+        _one_error(done, "debian12-amd64", "--target debian12-arm64")
+    assert out.read_bytes() == b"old image"
+
+
+def test_provisioning_an_image_writes_no_secret(tmp_path: Path, store: ModelStore) -> None:
+    bundle = tmp_path / "bundle"
+    build_bundle(bundle, store.manifest, source=store.cache_dir, profile=PROFILE)
+    root = tmp_path / "root"
+    venv = tmp_path / "venv"
+    args = ["provision", "--bundle", str(bundle), "--root", str(root), "--venv", str(venv)]
+    assert main([*args, "--profile", PROFILE, "--secrets-at-first-start"]) == 0
+    web = root / "var/lib/mirror/web"
+    assert (web / "web.yaml").is_file()
+    assert not (web / "auth.json").exists()
+    assert not (web / "secret_key").exists()
+    assert not (web / "first-boot.txt").exists()
+
+
+def _fake_root(root: Path) -> None:
+    for folder in (
+        "etc/ssh",
+        "var/lib/systemd",
+        "var/lib/dbus",
+        "var/lib/mirror/web",
+        "boot/firmware",
+    ):
+        (root / folder).mkdir(parents=True)
+    (root / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("PRIVATE\n")
+    (root / "var/lib/systemd/random-seed").write_bytes(os.urandom(32))
+    (root / "var/lib/dbus/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    ssh_wants = root / "etc/systemd/system/multi-user.target.wants/ssh.service"
+    ssh_wants.parent.mkdir(parents=True)
+    ssh_wants.symlink_to("/lib/systemd/system/ssh.service")
+    (root / "boot/firmware/config.txt").write_text("arm_64bit=1\n")
+
+
+def test_image_files_leave_nothing_unique_and_the_check_finds_a_secret(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _fake_root(root)
+    before = secrets_in(root)
+    assert any("ssh_host" in f for f in before) and any("machine-id" in f for f in before)
+    add_image_files(root)
+    assert secrets_in(root) == []
+    assert (root / "etc/machine-id").read_text() == "uninitialized\n"
+    assert not (root / "etc/systemd/system/multi-user.target.wants/ssh.service").exists()
+    assert os.readlink(root / "etc/systemd/system/systemd-firstboot.service") == "/dev/null"
+    assert (root / "boot/firmware/mirror.yaml").is_file()
+    unit = (root / "etc/systemd/system/mirror-firstboot.service").read_text()
+    assert "mirror image firstboot" in unit and "Before=network-pre.target" in unit
+    (root / "var/lib/mirror/web/secret_key").write_bytes(os.urandom(32))
+    assert secrets_in(root) == ["/var/lib/mirror/web/secret_key"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0
+    or not all(shutil.which(t) for t in ("genimage", "mcopy", "mkdosfs", "sfdisk")),
+    reason="needs root and: apt-get install genimage mtools dosfstools fdisk",
+)
+def test_genimage_makes_an_mbr_with_the_fat_boot_and_the_ext4_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _fake_root(root)
+    add_image_files(root)
+    (root / "etc/hostname").write_text("mirror\n")
+    spec = ImageSpec(
+        PROFILE, "bookworm", "arm64", "debian12-arm64", boot_bytes=32 * MIB, root_bytes=64 * MIB
+    )
+    out = tmp_path / "small.img"
+    work = tmp_path / "work"
+    work.mkdir()
+    run_genimage(spec, root, out, work, tmp_path / "log")
+    table = json.loads(
+        subprocess.run(
+            ["sfdisk", "-J", str(out)], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    parts = table["partitiontable"]["partitions"]
+    assert table["partitiontable"]["label"] == "dos"
+    assert [p["type"] for p in parts] == ["c", "83"]
+    assert parts[0].get("bootable") is True
+    assert parts[0]["start"] * 512 == 4 * MIB and parts[0]["size"] * 512 == 32 * MIB
+    boot = subprocess.run(
+        ["mdir", "-b", "-i", f"{out}@@{4 * MIB}"], capture_output=True, text=True, check=True
+    )
+    assert "CONFIG.TXT" in boot.stdout.upper() and "MIRROR.YAML" in boot.stdout.upper()
+    ext4 = tmp_path / "root.ext4"
+    with out.open("rb") as img, ext4.open("wb") as part:
+        img.seek(parts[1]["start"] * 512)
+        part.write(img.read(parts[1]["size"] * 512))
+    read = subprocess.run(
+        ["debugfs", "-R", "cat /etc/machine-id", str(ext4)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert read.stdout == "uninitialized\n"
+    label = subprocess.run(["e2label", str(ext4)], capture_output=True, text=True, check=True)
+    assert label.stdout.strip() == "RASPIROOT"
+
+
+def test_manifest_lists_installed_packages_with_versions(tmp_path: Path) -> None:
+    status = tmp_path / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True)
+    status.write_text(
+        "Package: python3\nStatus: install ok installed\nArchitecture: arm64\n"
+        "Version: 3.11.2-1+b1\n\n"
+        "Package: gone\nStatus: deinstall ok config-files\nArchitecture: arm64\nVersion: 1\n"
+        "Description: x\n multi-line: y\n"
+    )
+    assert debian_packages(tmp_path) == {"python3:arm64": "3.11.2-1+b1"}
