@@ -76,17 +76,24 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 def cached_root(suite: Suite) -> tuple[Path, bool]:
     """The root's tarball, built now when it is not cached; and whether it was cached."""
+    path, hit, error = ensure_root(suite)
+    if error is not None:
+        pytest.fail(error)
+    return path, hit
+
+
+def ensure_root(suite: Suite) -> tuple[Path, bool, str | None]:
+    """The root's tarball, whether it was cached, and why it could not be built (or None)."""
     path = tarball(suite)
     path.parent.mkdir(parents=True, exist_ok=True)
     with (path.parent / f"{path.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run building it: wait, then reuse it
         if path.is_file():
-            return path, True
-        _build(suite, path)
-        return path, False
+            return path, True, None
+        return path, False, _build(suite, path)
 
 
-def _build(suite: Suite, path: Path) -> None:
+def _build(suite: Suite, path: Path) -> str | None:
     partial = path.with_name(path.name + ".partial")
     log = path.with_name(path.name + ".log")
     partial.unlink(missing_ok=True)
@@ -108,11 +115,12 @@ def _build(suite: Suite, path: Path) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             partial.unlink(missing_ok=True)
-            pytest.fail(f"mmdebstrap {suite.codename} ran over {BUILD_TIMEOUT_S} s (log: {log})")
+            return f"mmdebstrap {suite.codename} ran over {BUILD_TIMEOUT_S} s (log: {log})"
     if returncode != 0:
         partial.unlink(missing_ok=True)
-        pytest.fail(f"mmdebstrap {suite.codename} failed (log: {log}):\n{_tail(log)}")
+        return f"mmdebstrap {suite.codename} failed (log: {log}):\n{_tail(log)}"
     partial.rename(path)
+    return None
 
 
 def extract(tar: Path, dest: Path) -> None:
