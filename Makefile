@@ -62,3 +62,14 @@ test: browser unit lint typecheck
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
+
+# The image boot test (slow, not part of `make test`): builds a small rpi4-cpu image
+# (Debian 12 arm64, mmdebstrap + genimage; the Debian root cached in
+# ~/.cache/face-mirror/image) and boots copies of it in qemu-system-aarch64. Root only.
+IMAGE_PACKAGES := mmdebstrap genimage dosfstools mtools e2fsprogs fdisk qemu-system-arm qemu-user-static binfmt-support
+.PHONY: test-image
+test-image: models
+	@missing=""; for p in $(IMAGE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" -eq 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
+	MIRROR_IMAGE_TEST=1 $(BIN)/python -m pytest tests/test_image_boot.py -q -x -s -p no:randomly $(PYTEST_ARGS)

@@ -1,0 +1,141 @@
+"""`make test-image`: build a small rpi4-cpu image and boot copies of it in qemu-system-aarch64.
+
+Slow (emulated arm64): it runs only with ``MIRROR_IMAGE_TEST=1`` (the Makefile's
+``test-image`` target), as root, with Debian's mmdebstrap, genimage, mtools,
+dosfstools, e2fsprogs, fdisk and qemu-system-arm. The Debian root is cached
+(``~/.cache/face-mirror/image``), so a second run builds no root. Checked from
+outside the VMs: multi-user.target reached, the mirror's ``/healthz`` answers and
+names the missing camera, the service stays up (no restart), the one-time password
+is in the journal exactly once, nothing secret in the image, the root grown to the
+disk, a reboot keeps the secrets and a second copy of the image gets other ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.image_vm import RootReader, Vm, partitions
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MIRROR_IMAGE_TEST") != "1", reason="slow: run with `make test-image`"
+)
+PROFILE = "rpi4-cpu"
+TOOLS = ("mmdebstrap", "genimage", "mcopy", "mkdosfs", "debugfs", "sfdisk", "qemu-system-aarch64")
+BOOT_S = 600
+GROW = 512 * 1024 * 1024
+SECRETS = ("/var/lib/mirror/web/auth.json", "/var/lib/mirror/web/secret_key", "/etc/machine-id")
+PASSWORD_LINE = "admin password (first start"
+
+
+def _mirror(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "appliance.cli.main", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("not root: mmdebstrap, chroot and genimage need root")
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"missing {' '.join(missing)} (see the README: Flashing an image)")
+    work = tmp_path_factory.mktemp("image")
+    began = time.monotonic()
+    made = _mirror(
+        "provision", "bundle", str(work / "bundle"), "--with-wheels",
+        "--target", "debian12-arm64", "--profile", PROFILE,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    out = work / "mirror.img"
+    built = _mirror(
+        "image", "build", "--profile", PROFILE, "--bundle", str(work / "bundle"),
+        "--out", str(out), "--root-mib", "2560",
+    )  # fmt: skip
+    print(f"\nimage build: {time.monotonic() - began:.0f} s\n{built.stderr}", file=sys.stderr)
+    assert built.returncode == 0, built.stderr[-3000:]
+    manifest = out.with_name(out.name + ".manifest.json").read_text()
+    assert '"linux-image-arm64:arm64"' in manifest and '"face-mirror"' in manifest
+    return out
+
+
+def _copy(image: Path, dest: Path) -> Path:
+    subprocess.run(["cp", "--sparse=always", str(image), str(dest)], check=True)
+    with dest.open("r+b") as disk:  # a bigger card: the root must grow into it
+        disk.truncate(dest.stat().st_size + GROW)
+    return dest
+
+
+def _boot(vm: Vm, shots: Path | None = None) -> tuple[int, str]:
+    vm.start()
+    try:
+        assert vm.wait_console(r"Reached target.*Multi-User System", BOOT_S), vm.console()[-3000:]
+        answer = vm.wait_healthz(BOOT_S)
+        assert answer is not None, vm.console()[-3000:]
+        time.sleep(30)  # it stays up without a camera
+        again = vm.healthz()
+        assert again is not None, vm.console()[-3000:]
+        if shots is not None:
+            vm.screendump(shots)
+        return again
+    finally:
+        vm.power_off()
+
+
+def _secrets(image: Path, work: Path) -> tuple[dict[str, bytes | None], str, RootReader]:
+    reader = RootReader(image, work)
+    return {path: reader.read(path) for path in SECRETS}, reader.journal(), reader
+
+
+def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
+    image: Path, tmp_path: Path
+) -> None:
+    # nothing secret or per-device in the built image
+    pristine = RootReader(image, tmp_path)
+    assert pristine.read("/etc/machine-id") == b"uninitialized\n"
+    for path in (
+        *SECRETS[:2],
+        "/var/lib/mirror/web/first-boot.txt",
+        "/etc/ssh/ssh_host_ed25519_key",
+    ):
+        assert not pristine.exists(path), path
+    blocks_before = pristine.block_count()
+    pristine.close()
+
+    disk_a = _copy(image, tmp_path / "a.img")
+    shot = tmp_path / "first-boot.ppm"
+    status, body = _boot(Vm(disk_a, tmp_path, "a1"), shot)
+    assert status == 503 and "camera" in body, body
+    first, journal, reader = _secrets(disk_a, tmp_path)
+    assert first["/var/lib/mirror/web/auth.json"] and first["/var/lib/mirror/web/secret_key"]
+    assert first["/etc/machine-id"] not in (None, b"", b"uninitialized\n")
+    assert journal.count(PASSWORD_LINE) == 1, journal[-3000:]
+    assert "Scheduled restart job" not in journal
+    assert reader.block_count() > blocks_before  # grown into the bigger disk
+    assert partitions(disk_a)[1]["start"] * 512 + partitions(disk_a)[1]["size"] * 512 > (
+        image.stat().st_size
+    )
+    reader.close()
+    if shot.is_file():
+        head = shot.read_bytes()[:20]
+        assert head.startswith(b"P6\n1280 800\n"), head
+
+    _boot(Vm(disk_a, tmp_path, "a2"))  # a reboot keeps every secret; no second password
+    second, journal, reader = _secrets(disk_a, tmp_path)
+    reader.close()
+    assert second == first
+    assert journal.count(PASSWORD_LINE) == 1
+
+    disk_b = _copy(image, tmp_path / "b.img")  # the same image on a second kiosk
+    _boot(Vm(disk_b, tmp_path, "b1"))
+    other, journal, reader = _secrets(disk_b, tmp_path)
+    reader.close()
+    for path in SECRETS:
+        assert other[path] and other[path] != first[path], path
+    assert journal.count(PASSWORD_LINE) == 1
