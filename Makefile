@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # ($MIRROR_DATA_DIR, else ~/.local/share/face-mirror), so the README's `mirror ...`
 # commands find what `make run` fetched.
 
-.PHONY: run test models browser lint typecheck unit clean
+.PHONY: run test models browser lint typecheck unit layers clean
 
 $(BIN)/.installed: pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "Python 3.10 or newer is required, found " + sys.version.split()[0]'
@@ -34,6 +34,11 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# The import contracts in pyproject.toml's [tool.importlinter]: the layer order,
+# no cycles between packages, appliance never imports web_ui, media never imports pipeline.
+layers: $(BIN)/.installed
+	$(BIN)/lint-imports
+
 # The browser test (tests/test_web_browser.py) drives Debian's Chromium through its
 # chromedriver. Installed here when missing and we may (root, or sudo without a
 # password); otherwise this says why that test will skip, and the build goes on.
@@ -58,7 +63,7 @@ browser:
 	  echo "browser: installed"; \
 	else tail -n 5 $(BROWSER_LOG); echo "browser: apt-get failed: $$skip"; fi
 
-test: browser unit lint typecheck
+test: browser unit lint typecheck layers
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

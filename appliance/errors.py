@@ -66,3 +66,19 @@ class OutputError(MirrorError, OSError):
 
 class MissingExtraError(MirrorError, ImportError):
     """An optional install extra (such as ``.[eval]``) is needed and not installed."""
+
+
+class UploadError(InputError):
+    """An uploaded photo cannot be used: too big, not an image, no face or several."""
+
+
+class IdentityError(MirrorError, ValueError):
+    """An identity operation cannot be done (the message says why)."""
+
+
+class IdentityNameError(IdentityError):
+    """An identity name is not allowed, or already taken."""
+
+
+class IdentityNotFoundError(IdentityError, LookupError):
+    """No identity of that name."""

@@ -32,3 +32,8 @@ def manifest_path() -> Path:
     if configured:
         return Path(configured)
     return bundled_manifest()
+
+
+def web_dir(base: Path | None = None) -> Path:
+    """``<data dir>/web``: the admin account, the secret key, web.yaml, the control state."""
+    return (base or data_dir()) / "web"

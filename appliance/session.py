@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.config import Settings
+from appliance.control.api import HardwareInfo, WebServer, WebStarter
+from appliance.control.core import ControlCore
 from appliance.device.catalog import load_profiles
 from appliance.gpio.panel import GpioCallbacks, GpioPanel
 from appliance.inference.runtime import RuntimeChoice
@@ -38,13 +40,12 @@ from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.snapshot import TelemetrySnapshot
-from appliance.pipeline.telemetry import Telemetry
+from appliance.pipeline.telemetry import Drop, Telemetry
 from appliance.pipeline.thermal_gate import ThermalGate
 from appliance.supervision.heartbeat import Heartbeat
 from appliance.supervision.notify import Notifier
 from appliance.thermal.action import ThermalAction
 from appliance.thermal.runner import ThermalGovernor, governor_for
-from web_ui.guarded import GuardedProcessor
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,8 @@ class SessionOptions:
 
     identity: str | None = "grace_hopper"
     frame_limit: int | None = None
-    web: bool = True
-    settings_path: Path | None = None  # where the admin UI saves settings
+    web: WebStarter | None = None  # serves the admin UI over the control core (the CLI's)
+    settings_path: Path | None = None  # where settings changes are saved
     announce: Callable[[str], None] | None = None  # shows the first-start admin password
     extra_sinks: Sequence[FrameSink] = field(default_factory=tuple)
     live: bool | None = None  # a live camera (liveness gate on); None: a camera source is one
@@ -67,20 +68,27 @@ class SessionOptions:
 
 
 class FpsCaps:
-    """The lowest of several fps caps (thermal, no motion) applied to the controller."""
+    """The lowest of several named fps caps applied to the controller; each has its drop reason.
+
+    The thermal governor's cap drops frames as ``thermal``, the PIR sensor's
+    (nobody there) as ``no_motion``: the lowest cap in force names the drops.
+    """
 
     def __init__(self, controller: AdaptiveController) -> None:
         self.controller = controller
-        self._caps: dict[str, float] = {}
+        self._caps: dict[str, tuple[float, Drop]] = {}
 
-    def set(self, why: str, fps: float | None) -> None:
+    def set(self, why: str, fps: float | None, drop: Drop = Drop.THERMAL) -> None:
         if fps is None:
             self._caps.pop(why, None)
         else:
-            self._caps[why] = fps
-        lowest = min(self._caps.values(), default=None)
+            self._caps[why] = (fps, drop)
+        lowest = min(self._caps.values(), default=None, key=lambda cap: cap[0])
         reasons = ", ".join(sorted(self._caps)) or "none"
-        self.controller.set_fps_cap(lowest, reasons)
+        if lowest is None:
+            self.controller.set_fps_cap(None, reasons)
+        else:
+            self.controller.set_fps_cap(lowest[0], reasons, lowest[1])
 
 
 class MirrorSession:
@@ -112,21 +120,13 @@ class MirrorSession:
                 self.camera_screen = CameraLostScreen(
                     [options.display], options.overlays, source.size
                 )
-        self.control = None
-        self.guard = GuardedProcessor(processor)  # settings changes land between frames
-        if options.web:
-            from web_ui.control import HardwareInfo
-            from web_ui.local_control import LocalControl
-
-            path = options.settings_path
-            if path is None:
-                raise ValueError("the admin UI needs the settings path it saves to")
-            hardware = HardwareInfo(choice.profile, choice.backend, tuple(choice.describe()))
-            self.control = LocalControl.build(
-                processor, self.telemetry, settings, path, store, hardware=hardware
-            )
-            self.control.restore_state()
-            self.guard = self.control.processor
+        hardware = HardwareInfo(choice.profile, choice.backend, tuple(choice.describe()))
+        self.control = ControlCore.build(  # the admin UI, the GPIO button and SIGHUP use it
+            processor, self.telemetry, settings, options.settings_path, store, hardware=hardware
+        )
+        self.control.restore_state()
+        self.guard = self.control.processor  # settings changes land between frames
+        if options.web is not None:
             sinks.append(self.control.preview_sink)
         self.gate = ThermalGate(self.guard)
         self.controller = AdaptiveController(self.gate, self.telemetry, settings.pipeline)
@@ -147,7 +147,7 @@ class MirrorSession:
         self.panel: GpioPanel | None = None
         self.nobody = False  # the PIR sensor saw no motion for its idle time
         self.web_url = ""
-        self._server: object | None = None
+        self._server: WebServer | None = None
         self._stoppers: list[Callable[[], object]] = []
         self.heartbeat = Heartbeat(Notifier(), status=self._status_text)
 
@@ -163,8 +163,9 @@ class MirrorSession:
         self._stoppers.append(self.panel.close)
         if self.camera_screen is not None:
             self._stoppers.append(self.camera_screen.close)
-        if self.control is not None:
-            self._start_web()
+        self._stoppers.append(self.control.close)
+        if self.options.web is not None:
+            self._start_web(self.options.web)
 
     def stop(self) -> None:
         """Stop everything started, all parts at once, within ``STOP_BUDGET_S`` together.
@@ -233,21 +234,11 @@ class MirrorSession:
 
     # ---- internals -------------------------------------------------------------------------
 
-    def _start_web(self) -> None:
-        from web_ui.app import create_app
-        from web_ui.config import load_web_config
-        from web_ui.server import serve
-
-        assert self.control is not None
-        web = load_web_config()
-        kwargs = {} if self.options.announce is None else {"announce": self.options.announce}
-        app = create_app(self.control, config=web, **kwargs)  # type: ignore[arg-type]
-        server = serve(app, web.host, web.port, web.threads)
+    def _start_web(self, web: WebStarter) -> None:
+        server = web(self.control, self.options.announce)
         self._server = server
         self.web_url = server.url
         self._stoppers.append(server.stop)
-        if self.control is not None:
-            self._stoppers.append(self.control.close)
 
     def _status_text(self) -> str:
         snap = self.telemetry.snapshot()
@@ -258,7 +249,7 @@ class MirrorSession:
 
     def _thermal(self, action: ThermalAction) -> None:
         self.gate.set_action(action)
-        self.caps.set("thermal", action.fps_cap)
+        self.caps.set("thermal", action.fps_cap, Drop.THERMAL)
 
     def _callbacks(self) -> GpioCallbacks:
         return GpioCallbacks(
@@ -271,21 +262,22 @@ class MirrorSession:
     def _motion(self, present: bool) -> None:
         """The PIR sensor: nobody for a while idles processing and shows the idle screen."""
         self.nobody = not present
-        self.caps.set("no motion", None if present else self.settings.pipeline.idle_fps)
+        idle_fps = None if present else self.settings.pipeline.idle_fps
+        self.caps.set("no motion", idle_fps, Drop.NO_MOTION)
 
     def _next_identity(self) -> None:
-        if self.control is None:
-            return
+        """The button's short press: the library's next identity (the first after the last)."""
         names = self.control.identities.names()
         if not names:
+            logger.info("button: no identities in the library to cycle through")
             return
         current = self.control.active_identity()
         following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
         self.control.set_active_identity(following)
 
     def _toggle_swapping(self) -> None:
-        if self.control is not None:
-            self.control.set_swapping(not self.control.swapping_enabled)
+        """The button's long press: swapping off, or back on."""
+        self.control.set_swapping(not self.control.swapping_enabled)
 
 
 def _stop_part(stopper: Callable[[], object]) -> None:

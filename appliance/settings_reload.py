@@ -2,7 +2,7 @@
 
 The file is read and validated first: a bad file changes nothing (the last
 good settings stay in force) and is reported. Otherwise the keys that apply
-live (the admin page's rules, ``web_ui.live_apply``) are applied between
+live (the admin page's rules, ``appliance.control.live_apply``) are applied between
 frames and the others are reported as applying at the next start. The file
 is not written. The profile's target rate stays in force unless the file
 sets ``pipeline.target_fps``, as at start.
@@ -17,7 +17,6 @@ from appliance.config import load_settings
 from appliance.errors import ConfigError
 from appliance.inference.runtime import with_target_fps
 from appliance.session import MirrorSession
-from web_ui.live_apply import applies_live, apply_live, changed_keys
 
 logger = logging.getLogger(__name__)
 
@@ -29,14 +28,8 @@ def reload_settings(session: MirrorSession, path: Path) -> str:
     except ConfigError as exc:
         logger.warning("settings not reloaded: %s", exc)
         return f"settings not reloaded, the last good ones stay in force: {exc}"
-    if session.control is not None:
-        result = session.control.apply_settings(new, save=False)
-        changed, later = list(result.changed), list(result.at_next_start)
-    else:
-        changed = changed_keys(session.settings, new)
-        with session.guard.lock:
-            apply_live(session.processor, new, changed, {})
-        later = [key for key in changed if not applies_live(key)]
+    result = session.control.apply_settings(new, save=False)
+    changed, later = list(result.changed), list(result.at_next_start)
     session.settings = new
     if not changed:
         text = f"settings reloaded from {path}: nothing changed"

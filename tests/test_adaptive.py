@@ -107,7 +107,7 @@ def test_idle_clip_drops_to_the_idle_rate_and_wakes_within_two_frames(
     processed: dict[int, Frame] = {}
     for index, image in enumerate(images):
         frame = Frame(image=image.copy(), index=index, capture_ns=index * PERIOD_NS)
-        if controller.admit(frame):
+        if controller.refusal(frame) is None:
             processed[index] = processor.process(frame)
             controller.observe(frame, 10.0)
     went_idle = [i for i in processed if 30 < i < empty]

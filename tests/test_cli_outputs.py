@@ -265,8 +265,8 @@ def test_run_refuses_an_identity_photo_over_the_pixel_limit(bombs: dict[str, Pat
 
 
 def test_the_web_upload_gives_the_same_message(bombs: dict[str, Path]) -> None:
-    from web_ui.errors import UploadError
-    from web_ui.uploads import check_upload
+    from appliance.control.uploads import check_upload
+    from appliance.errors import UploadError
 
     for kind, path in bombs.items():
         with pytest.raises(UploadError) as caught:

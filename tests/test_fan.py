@@ -12,12 +12,12 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from appliance.gpio import pin_factory
 from gpiozero import Device
 from gpiozero.pins.mock import MockFactory, MockPin, MockPWMPin
 
 from appliance.device.catalog import load_profiles
 from appliance.device.profile import PI5_FAN_CURVE, FanSpec, HardwareProfile
+from appliance.gpio import pin_factory
 from appliance.thermal.fan import FanCurve, fan_pin, open_fan
 
 PI5 = FanCurve.from_spec(FanSpec())

@@ -17,13 +17,13 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from appliance.gpio import pin_factory
 from gpiozero import LED, Device
 from gpiozero.exc import PinFactoryFallback
 from gpiozero.pins.mock import MockFactory, MockPin
 
 from appliance.device.catalog import load_profiles
 from appliance.device.profile import GpioSpec
+from appliance.gpio import pin_factory
 from appliance.gpio.panel import GpioCallbacks, GpioPanel, resolve_pin_factory
 from appliance.gpio.pin_factory import choose_pin_factory
 from appliance.gpio.status_led import FAST_BLINK, PATTERNS, SLOW_BLINK, StatusLed
@@ -220,7 +220,8 @@ def test_pir_idles_after_t_without_motion_and_motion_wakes(factory: MockFactory)
         pin.drive_high()
         assert wait_for(lambda: recorder.count("wake") == 1, timeout_s=5.0)
         assert recorder.calls["wake"][0] - moved <= 1.0  # sampled at 10 Hz
-        assert not panel.idle and panel.describe()[1].endswith("(awake)")
+        assert panel.motion is not None and not panel.motion.idle
+        assert panel.describe()[1].endswith("(awake)")
 
         time.sleep(IDLE_S + 0.3)  # motion goes on: no idle however long it lasts
         assert recorder.count("idle") == 1
@@ -329,7 +330,7 @@ def test_without_lgpio_the_mirror_runs_without_gpio_after_one_warning(
     assert len(warned) == 1, warned
     assert warned[0].startswith("no GPIO pin factory: install the `pi` extra (lgpio); ")
     assert "Unable to load any default pin factory" not in caplog.text
-    assert not panel.active and not panel.idle
+    assert not panel.active and panel.motion is None
     panel.show("critical")  # no LED: nothing happens, nothing fails
     assert panel.describe() == ["gpio: off, no GPIO pin factory: install the `pi` extra (lgpio)"]
     panel.close()

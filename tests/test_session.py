@@ -24,7 +24,7 @@ from appliance.media.null_sink import NullSink
 from appliance.media.overlays import Overlays
 from appliance.modelstore import ModelStore
 from appliance.session import MirrorSession, SessionOptions
-from appliance.thermal.action import action_for
+from appliance.thermal.action import ThermalAction, action_for
 from appliance.thermal.governor import ThermalState
 from tests.test_camera_reconnect import FakeDevice
 from tests.waiting import wait_for
@@ -33,7 +33,7 @@ from web_ui.status import camera_problem
 
 def session_for(store: ModelStore, source: object, frames: int | None = None) -> MirrorSession:
     choice = choose_for_device(store, override="x86-cpu")
-    options = SessionOptions(identity="grace_hopper", frame_limit=frames, web=False)
+    options = SessionOptions(identity="grace_hopper", frame_limit=frames)
     return MirrorSession(Settings(), store, choice, source, options)  # type: ignore[arg-type]
 
 
@@ -85,6 +85,7 @@ def test_a_hot_device_caps_the_rate_and_shows_it(store: ModelStore, astronaut: n
         time.sleep(0.5)
     finally:
         session.stop()
+    assert isinstance(session.gate.action, ThermalAction)
     assert session.gate.action.state is ThermalState.HOT
 
 
@@ -119,7 +120,6 @@ def test_a_camera_missing_at_start_shows_the_camera_screen_and_is_picked_up_when
     choice = choose_for_device(store, override="x86-cpu")
     options = SessionOptions(
         identity="grace_hopper",
-        web=False,
         display=display,
         overlays=Overlays(store.path("label_font")),
     )

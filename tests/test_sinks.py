@@ -18,7 +18,9 @@ import pytest
 from appliance.errors import OutputError
 from appliance.media.frames import Frame
 from appliance.media.latest_jpeg import LatestJpeg
-from appliance.media.sinks import NullSink, PreviewServer, VideoFileSink
+from appliance.media.null_sink import NullSink
+from appliance.media.preview_server import PreviewServer
+from appliance.media.video_sink import VideoFileSink
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
 

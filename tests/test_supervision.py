@@ -168,7 +168,7 @@ def test_mirror_run_is_ready_heartbeats_and_exits_0_on_sigterm_within_3_s(
 def _session(store: ModelStore, astronaut: np.ndarray) -> MirrorSession:
     choice = choose_for_device(store, override="x86-cpu")
     source = DemoSource(astronaut, size=(320, 240), paced=True, fps=20.0)
-    options = SessionOptions(identity="grace_hopper", web=False)
+    options = SessionOptions(identity="grace_hopper")
     return MirrorSession(Settings(), store, choice, source, options)
 
 

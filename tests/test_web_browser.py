@@ -1,7 +1,7 @@
 """The admin UI in a real browser: headless Chromium against the real server (issue 7).
 
 The real thing runs on 127.0.0.1: a ``PipelineRunner`` over the paced demo
-camera with the real processor, ``LocalControl`` with its preview sink, and
+camera with the real processor, ``ControlCore`` with its preview sink, and
 the Flask app under waitress, all with their files in a temporary data
 directory. Chromium, driven by Selenium through Debian's chromedriver at a
 phone's window size, logs in with the generated password, is made to change
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import Settings, load_settings, save_settings
+from appliance.control.core import ControlCore
 from appliance.media.demo_source import DemoSource
 from appliance.paths import DATA_DIR_ENV, data_dir
 from appliance.pipeline.adaptive import AdaptiveController
@@ -35,7 +36,6 @@ from tests.test_web_support import model_store, photo
 from tests.waiting import wait_for
 from web_ui.app import create_app
 from web_ui.config import WebConfig
-from web_ui.local_control import LocalControl
 from web_ui.server import WebServer, serve
 
 try:
@@ -85,7 +85,7 @@ def _missing() -> str | None:
 @dataclass
 class Served:
     url: str
-    control: LocalControl
+    control: ControlCore
     telemetry: Telemetry
     base: Path
     passwords: list[str]
@@ -112,7 +112,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     with contextlib.ExitStack() as stack:
         # the app's defaults: <data dir>/identities, <data dir>/web (account, key, state)
         control = stack.enter_context(
-            LocalControl.build(processor, telemetry, settings, base / "config.yaml", store)
+            ControlCore.build(processor, telemetry, settings, base / "config.yaml", store)
         )
         control.restore_state()
         source = DemoSource(photo("astronaut"), size=FRAME_SIZE, fps=30.0)

@@ -11,6 +11,9 @@ from flask.testing import FlaskClient
 from PIL import Image
 from werkzeug.test import TestResponse
 
+from appliance.control.identities import check_name
+from appliance.control.uploads import MAX_UPLOAD_BYTES
+from appliance.errors import IdentityNameError
 from tests.test_web_support import (
     Mirror,
     bomb_png,
@@ -21,9 +24,6 @@ from tests.test_web_support import (
     post,
     two_faces,
 )
-from web_ui.errors import IdentityNameError
-from web_ui.identities import check_name
-from web_ui.uploads import MAX_UPLOAD_BYTES
 
 BAD_NAMES = ["../x", "a/b", "..", ".", "x\x00y", "", " lead", "trail ", "a\\b", "x" * 41,
              "dot.ted", "new\nline", "é"]  # fmt: skip

@@ -1,7 +1,7 @@
 """Builders shared by the admin UI tests (this module holds no tests).
 
 A ``Mirror`` is the real thing: a ``FrameProcessor`` built from the model
-store with the grace_hopper identity, a ``Telemetry``, and a ``LocalControl``
+store with the grace_hopper identity, a ``Telemetry``, and a ``ControlCore``
 over them with its files in a temporary data directory. ``run_frames`` feeds
 real demo frames through a real ``PipelineRunner`` into telemetry and the
 web preview.
@@ -24,6 +24,10 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from appliance.config import Settings, save_settings
+from appliance.control.api import HardwareInfo
+from appliance.control.core import ControlCore
+from appliance.control.enrollment import Enroller
+from appliance.control.identities import IdentityLibrary
 from appliance.media.demo_source import DemoSource
 from appliance.modelstore import ModelStore
 from appliance.pipeline.adaptive import AdaptiveController
@@ -34,10 +38,6 @@ from appliance.pipeline.telemetry import Telemetry
 from web_ui.app import create_app
 from web_ui.auth_store import USERNAME, AuthStore
 from web_ui.config import WebConfig
-from web_ui.control import HardwareInfo
-from web_ui.enrollment import Enroller
-from web_ui.identities import IdentityLibrary
-from web_ui.local_control import LocalControl
 from web_ui.ratelimit import LoginLimiter
 
 PASSWORD = "staff password 1"
@@ -67,7 +67,7 @@ def photo(name: str) -> np.ndarray:
 
 @dataclass
 class Mirror:
-    control: LocalControl
+    control: ControlCore
     processor: FrameProcessor
     telemetry: Telemetry
     base: Path
@@ -86,12 +86,12 @@ class Mirror:
 
 
 def build_mirror(base: Path, settings: Settings | None = None, **kwargs: object) -> Mirror:
-    """A real processor, telemetry and ``LocalControl``; the config file written first."""
+    """A real processor, telemetry and ``ControlCore``; the config file written first."""
     settings = settings or Settings()
     save_settings(base / "config.yaml", settings)
     processor = build_processor(settings, model_store(), "grace_hopper")
     telemetry = Telemetry()
-    control = LocalControl(
+    control = ControlCore(
         processor,
         telemetry,
         settings,

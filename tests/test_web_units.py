@@ -9,17 +9,18 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from appliance.control.api import ApplyResult
+from appliance.control.live_apply import applies_live
+from appliance.control.log_buffer import LogBuffer
+from appliance.control.uploads import MAX_STORED_SIDE, check_upload, stored_jpeg
+from appliance.errors import UploadError
 from appliance.pipeline.telemetry import Telemetry
 from tests.test_web_support import FakeClock, encode, photo
 from web_ui.config import WebConfig, load_web_config
-from web_ui.control import ApplyResult
-from web_ui.errors import UploadError, WebConfigError
-from web_ui.live_apply import applies_live
-from web_ui.log_buffer import LogBuffer
+from web_ui.errors import WebConfigError
 from web_ui.metrics import render_metrics
 from web_ui.ratelimit import LoginLimiter
 from web_ui.secret_key import KEY_BYTES, load_or_create_secret
-from web_ui.uploads import MAX_STORED_SIDE, check_upload, stored_jpeg
 
 
 def test_web_config_defaults_to_localhost(tmp_path: Path) -> None:

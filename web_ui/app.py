@@ -17,17 +17,18 @@ from typing import Any
 
 from flask import Flask
 
+from appliance.control.api import MirrorControl
+from appliance.control.uploads import MAX_UPLOAD_BYTES
+from appliance.paths import web_dir
 from web_ui import csrf, errorpages, filters, security
 from web_ui.auth_store import HASH_METHOD, USERNAME, AuthStore
 from web_ui.blueprints import auth, dashboard, health, identities, logs, preview, settings
-from web_ui.config import WebConfig, web_dir
+from web_ui.config import WebConfig
 from web_ui.context import EXTENSION_KEY, WebContext
-from web_ui.control import MirrorControl
 from web_ui.preview_slots import PreviewSlots
 from web_ui.ratelimit import LoginLimiter
 from web_ui.secret_key import load_or_create_secret
 from web_ui.sessions import SessionRegistry
-from web_ui.uploads import MAX_UPLOAD_BYTES
 
 logger = logging.getLogger(__name__)
 

@@ -15,12 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from appliance.config_yaml import load_config_yaml
 from appliance.errors import ConfigError
-from appliance.paths import data_dir
+from appliance.paths import web_dir
 from web_ui.errors import WebConfigError
 
 logger = logging.getLogger(__name__)
 
-WEB_DIR_NAME = "web"
 CONFIG_NAME = "web.yaml"
 
 
@@ -53,11 +52,6 @@ class WebConfig(BaseModel):
         except ValueError as exc:
             raise ValueError(f"must be an IP address such as 192.168.1.20, got {value!r}") from exc
         return value
-
-
-def web_dir(base: Path | None = None) -> Path:
-    """``<data dir>/web``: the account file, the secret key, web.yaml, the UI state."""
-    return (base or data_dir()) / WEB_DIR_NAME
 
 
 def load_web_config(path: Path | None = None) -> WebConfig:

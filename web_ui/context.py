@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 
+from appliance.control.api import MirrorControl
 from web_ui.auth_store import AuthStore
 from web_ui.config import WebConfig
-from web_ui.control import MirrorControl
 from web_ui.preview_slots import PreviewSlots
 from web_ui.ratelimit import LoginLimiter
 from web_ui.sessions import SessionRegistry

@@ -7,7 +7,7 @@ import logging
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from web_ui.uploads import MAX_UPLOAD_BYTES
+from appliance.control.uploads import MAX_UPLOAD_BYTES
 
 logger = logging.getLogger(__name__)
 

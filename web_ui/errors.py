@@ -2,23 +2,7 @@
 
 from __future__ import annotations
 
-from appliance.errors import ConfigError, InputError, MirrorError
-
-
-class UploadError(InputError):
-    """An uploaded photo cannot be used: too big, not an image, no face or several."""
-
-
-class IdentityError(MirrorError, ValueError):
-    """An identity operation cannot be done (the message says why)."""
-
-
-class IdentityNameError(IdentityError):
-    """An identity name is not allowed, or already taken."""
-
-
-class IdentityNotFoundError(IdentityError, LookupError):
-    """No identity of that name."""
+from appliance.errors import ConfigError, MirrorError
 
 
 class PasswordError(MirrorError, ValueError):

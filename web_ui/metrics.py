@@ -18,8 +18,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
+from appliance.control.live_apply import flatten
 from appliance.pipeline.snapshot import LatencySummary, TelemetrySnapshot
-from web_ui.live_apply import flatten
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from appliance.control.api import MirrorControl
+from appliance.control.live_apply import flatten
 from appliance.pipeline.snapshot import TelemetrySnapshot
-from web_ui.control import MirrorControl
-from web_ui.live_apply import flatten
 from web_ui.metrics import KNOWN_FIELDS
 
 logger = logging.getLogger(__name__)

@@ -34,6 +34,7 @@ from pathlib import Path
 from appliance.cli.common import add_config_argument, load_cli_settings
 from appliance.cli.run_io import open_run_display, open_run_source
 from appliance.cli.run_report import status_line, summary_line
+from appliance.cli.web_start import start_admin_ui
 from appliance.config import Settings
 from appliance.device.catalog import load_profiles
 from appliance.errors import BackendFallbackWarning, ConfigError
@@ -49,11 +50,10 @@ from appliance.media.preview_server import PreviewServer
 from appliance.media.sink_base import FrameSink
 from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
-from appliance.paths import data_dir
+from appliance.paths import data_dir, web_dir
 from appliance.session import MirrorSession, SessionOptions
 from appliance.settings_reload import reload_settings
 from web_ui.auth_store import FIRST_BOOT_NAME, first_boot_notice
-from web_ui.config import web_dir
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def _run_mirror(args: argparse.Namespace) -> int:
     options = SessionOptions(
         identity=args.identity,
         frame_limit=args.frames,
-        web=not args.no_web,
+        web=None if args.no_web else start_admin_ui,
         settings_path=args.config or data_dir() / "config.yaml",
         announce=_announce_password,
         extra_sinks=_sinks(args, source.fps),

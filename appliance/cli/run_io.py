@@ -17,8 +17,9 @@ from appliance.media.sizes import parse_size
 from appliance.media.source_base import FrameSource
 from appliance.media.sources import open_source
 from appliance.modelstore import ModelStore
+from appliance.paths import web_dir
 from web_ui.auth_store import FIRST_BOOT_NAME
-from web_ui.config import load_web_config, web_dir
+from web_ui.config import load_web_config
 
 
 def open_run_source(args: argparse.Namespace, profile: HardwareProfile) -> tuple[FrameSource, bool]:

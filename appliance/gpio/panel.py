@@ -117,11 +117,6 @@ class GpioPanel(Closing):
         """Whether any device is open."""
         return any(device is not None for device in (self.led, self.button, self.motion))
 
-    @property
-    def idle(self) -> bool:
-        """Whether the PIR has idled the mirror (False without a PIR)."""
-        return self.motion is not None and self.motion.idle
-
     def show(self, state: str) -> None:
         """Show ``state`` on the status LED; nothing without one."""
         if self.led is not None:

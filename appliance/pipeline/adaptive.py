@@ -1,6 +1,6 @@
 """Adaptive quality: idle mode and the degrade ladder, applied to the processor.
 
-The processing thread asks ``admit`` before it processes a frame (idle mode
+The processing thread asks ``refusal`` before it processes a frame (idle mode
 drops some) and tells ``observe`` how each processed frame went. Every change
 of mode or level is applied to the processor between frames, logged with its
 reason, and shown in telemetry (``mode``, ``degrade_level``, transitions).
@@ -59,35 +59,31 @@ class AdaptiveController:
         self._ladder: DegradeLadder | None = None
         self._cap_ns = 0  # the fps cap's frame period (0: no cap)
         self._capped_at: int | None = None
+        self._cap_drop = Drop.THERMAL  # the reason the fps cap's drops are counted under
 
     @property
     def level(self) -> int:
         return 0 if self._ladder is None else self._ladder.level
 
-    def admit(self, frame: Frame) -> bool:
-        """Whether to process ``frame`` (False: idle mode or the fps cap drops it)."""
-        if self._ladder is None:
-            self._build(frame.image.shape[0])
-        return self.refusal(frame) is None
-
     def refusal(self, frame: Frame) -> Drop | None:
-        """Why ``frame`` is not to be processed (``Drop.IDLE``, ``Drop.THERMAL``), or None."""
+        """Why ``frame`` is not to be processed (``Drop.IDLE``, or the fps cap's drop), or None."""
         if self._ladder is None:
             self._build(frame.image.shape[0])
         if not self.idle.admit(frame.capture_ns):
             return Drop.IDLE
         last = self._capped_at
         if self._cap_ns and last is not None and frame.capture_ns - last < self._cap_ns * 0.9:
-            return Drop.THERMAL
+            return self._cap_drop
         self._capped_at = frame.capture_ns
         return None
 
-    def set_fps_cap(self, fps: float | None, reason: str = "") -> None:
+    def set_fps_cap(self, fps: float | None, reason: str = "", drop: Drop = Drop.THERMAL) -> None:
         """Process at most ``fps`` frames a second (None: no cap), e.g. while the device is warm.
 
         The ladder then aims at the cap, so the frames it drops are not taken for slowness.
         """
         cap_ns = 0 if fps is None or fps <= 0 else round(1e9 / fps)
+        self._cap_drop = drop  # frames it drops count as ``drop`` (thermal, no_motion)
         if cap_ns == self._cap_ns:
             return
         self._cap_ns = cap_ns

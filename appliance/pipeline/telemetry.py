@@ -39,6 +39,7 @@ class Drop(StrEnum):
     SUPERSEDED = "superseded"  # replaced by a newer frame before processing
     IDLE = "idle"  # not processed: nobody in view, running at the idle rate
     THERMAL = "thermal"  # not processed: the device is warm, running at a capped rate
+    NO_MOTION = "no_motion"  # not processed: the PIR saw nobody, running at the idle rate
     SINK_BUSY = "sink_busy"  # replaced by a newer frame before its sink took it
     ERROR = "error"  # a stage failed on it
     OUT_OF_ORDER = "out_of_order"  # not newer than the last frame a sink got

@@ -24,8 +24,6 @@ from typing import Protocol
 from appliance.media.frames import Frame
 from appliance.media.overlays import draw_notice
 from appliance.pipeline.quality import QualityLevel
-from appliance.thermal.action import ThermalAction
-from appliance.thermal.governor import ThermalState
 
 logger = logging.getLogger(__name__)
 
@@ -43,25 +41,54 @@ class TunableProcessor(Protocol):
     def reset(self) -> None: ...
 
 
+class ThermalLimits(Protocol):
+    """What the gate needs of a thermal action (``appliance.thermal.action.ThermalAction``).
+
+    The pipeline does not import the thermal package (it sits above the pipeline):
+    the governor hands its actions in through this shape.
+    """
+
+    @property
+    def swapping(self) -> bool: ...
+
+    @property
+    def notice(self) -> str: ...
+
+    def limit(self, level: QualityLevel) -> QualityLevel: ...
+
+
+class Unlimited:
+    """No thermal limits: the gate's action until the governor's first one."""
+
+    swapping = True
+    notice = ""
+
+    def __repr__(self) -> str:
+        return "Unlimited()"
+
+    def limit(self, level: QualityLevel) -> QualityLevel:
+        return level
+
+
 class ThermalGate:
     """``processor`` under the governor's latest action (see the module docstring)."""
 
     def __init__(self, processor: TunableProcessor) -> None:
         self.processor = processor
         self._asked = processor.quality
-        self._action = ThermalAction(ThermalState.NORMAL)
-        self._pending: ThermalAction | None = None
+        self._action: ThermalLimits = Unlimited()
+        self._pending: ThermalLimits | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"ThermalGate({self.processor!r}, {self._action.state.label})"
+        return f"ThermalGate({self.processor!r}, {self._action!r})"
 
     @property
-    def action(self) -> ThermalAction:
+    def action(self) -> ThermalLimits:
         """The action in force on the processing thread."""
         return self._action
 
-    def set_action(self, action: ThermalAction) -> None:
+    def set_action(self, action: ThermalLimits) -> None:
         """Use ``action`` from the next frame on (any thread)."""
         with self._lock:
             self._pending = action
@@ -101,4 +128,4 @@ class ThermalGate:
         self.processor.set_quality(action.limit(self._asked))
         if resumed:
             self.processor.reset()
-        logger.debug("thermal action %s in force", action.state.label)
+        logger.debug("thermal action %r in force", action)

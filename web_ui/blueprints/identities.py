@@ -7,11 +7,16 @@ import logging
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from appliance.errors import MirrorError, OutputError
+from appliance.control.identities import NAME_RULE
+from appliance.control.uploads import MAX_UPLOAD_BYTES
+from appliance.errors import (
+    IdentityError,
+    IdentityNotFoundError,
+    MirrorError,
+    OutputError,
+    UploadError,
+)
 from web_ui.context import web_context
-from web_ui.errors import IdentityError, IdentityNotFoundError, UploadError
-from web_ui.identities import NAME_RULE
-from web_ui.uploads import MAX_UPLOAD_BYTES
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,9 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from appliance.errors import ConfigError, OutputError
+from appliance.control.api import MirrorControl
+from appliance.errors import ConfigError, IdentityError, OutputError, UploadError
 from web_ui.context import web_context
-from web_ui.control import MirrorControl
-from web_ui.errors import IdentityError, UploadError
 from web_ui.settings_form import FORM_ERROR, build_sections, field_keys, parse_form
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 from appliance.config import Settings
-from appliance.errors import NoFaceError
+from appliance.control.uploads import encode_jpeg
+from appliance.errors import NoFaceError, UploadError
 from appliance.media.frames import Frame, Image
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer
@@ -21,8 +22,6 @@ from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity, enroll, read_image
 from appliance.vision.label import Labeler
 from appliance.vision.swap_geometric import GeometricSwapper
-from web_ui.errors import UploadError
-from web_ui.uploads import encode_jpeg
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The seam between the admin UI and the running mirror: ``MirrorControl``.
 
-The web layer only talks to this protocol; ``LocalControl`` implements it
+The web layer only talks to this protocol; ``ControlCore`` implements it
 in the mirror's own process over a ``FrameProcessor`` and a ``Telemetry``.
 Every method is safe to call from any request thread.
 """
@@ -8,13 +8,14 @@ Every method is safe to call from any request thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from appliance.config import Settings
+from appliance.control.identities import IdentityLibrary
+from appliance.control.log_buffer import LogEntry
 from appliance.pipeline.snapshot import TelemetrySnapshot
-from web_ui.identities import IdentityLibrary
-from web_ui.log_buffer import LogEntry
 
 logger = logging.getLogger(__name__)
 
@@ -101,3 +102,16 @@ class MirrorControl(Protocol):
     def recent_logs(self) -> list[LogEntry]:
         """Recent warnings and errors, newest first."""
         ...
+
+
+class WebServer(Protocol):
+    """A started admin UI server: where it listens, and how to stop it."""
+
+    @property
+    def url(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+# Serves the admin UI over a control (and shows the first-start password with the callback).
+WebStarter = Callable[["MirrorControl", Callable[[str], None] | None], WebServer]

@@ -1,8 +1,12 @@
-"""``LocalControl``: the admin UI's ``MirrorControl`` inside the mirror's own process.
+"""``ControlCore``: the mirror's control state, one per running mirror.
 
-It owns a ``GuardedProcessor`` around the pipeline's ``FrameProcessor`` (give
-``control.processor`` to the runner and the adaptive controller), the web
-preview sink, a log buffer, the identity library and the settings file.
+The session always builds it; the admin UI (``web_ui``), the GPIO button and
+``mirror run``'s SIGHUP reload are thin clients of it (it implements
+``MirrorControl``). It owns the processor lock (a ``GuardedProcessor`` around
+the pipeline's ``FrameProcessor``: give ``control.processor`` to the runner),
+the active identity and the swapping switch (kept in ``state.json``), the
+identity library and enrolment, the settings applied live, the web preview
+sink and the event log.
 Changes are checked first, saved atomically, then applied between frames;
 a change that fails at any step before the apply changes nothing.
 """
@@ -16,24 +20,23 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from appliance.config import Settings, save_settings
+from appliance.control.api import ApplyResult, HardwareInfo
+from appliance.control.enrollment import Enroller
+from appliance.control.identities import IdentityLibrary, check_name
+from appliance.control.live_apply import Applier, applies_live, apply_live, changed_keys
+from appliance.control.log_buffer import LogBuffer, LogEntry
+from appliance.control.state import MirrorState, load_state, save_state
+from appliance.control.uploads import check_upload, stored_jpeg
+from appliance.errors import ConfigError, IdentityError
 from appliance.inference.fallbacks import fallbacks
+from appliance.media.preview_sink import WebPreviewSink
 from appliance.modelstore import ModelStore
-from appliance.paths import data_dir
+from appliance.paths import data_dir, web_dir
+from appliance.pipeline.guarded import GuardedProcessor
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Telemetry
 from appliance.vision.identity import Identity
-from web_ui.config import web_dir
-from web_ui.control import ApplyResult, HardwareInfo
-from web_ui.enrollment import Enroller
-from web_ui.errors import IdentityError
-from web_ui.guarded import GuardedProcessor
-from web_ui.identities import IdentityLibrary, check_name
-from web_ui.live_apply import Applier, applies_live, apply_live, changed_keys
-from web_ui.log_buffer import LogBuffer, LogEntry
-from web_ui.preview_sink import WebPreviewSink
-from web_ui.state import MirrorState, load_state, save_state
-from web_ui.uploads import check_upload, stored_jpeg
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ IDENTITIES_DIR = "identities"
 STATE_NAME = "state.json"
 
 
-class LocalControl:
+class ControlCore:
     """Reads and changes the running mirror for the admin UI (thread-safe)."""
 
     def __init__(
@@ -49,7 +52,7 @@ class LocalControl:
         processor: FrameProcessor,
         telemetry: Telemetry,
         settings: Settings,
-        settings_path: Path,
+        settings_path: Path | None,
         *,
         library: IdentityLibrary,
         enroller: Enroller,
@@ -65,7 +68,7 @@ class LocalControl:
         self._inner = processor
         self._telemetry = telemetry
         self._settings = settings
-        self._settings_path = Path(settings_path)
+        self._settings_path = settings_path
         self._library = library
         self._enroller = enroller
         self._state_path = Path(state_path)
@@ -86,12 +89,12 @@ class LocalControl:
         processor: FrameProcessor,
         telemetry: Telemetry,
         settings: Settings,
-        settings_path: Path,
+        settings_path: Path | None,
         store: ModelStore,
         *,
         base: Path | None = None,
         hardware: HardwareInfo | None = None,
-    ) -> LocalControl:
+    ) -> ControlCore:
         """The usual layout: ``<data dir>/identities`` and ``<data dir>/web/state.json``."""
         base = base or data_dir()
         return cls(
@@ -109,7 +112,7 @@ class LocalControl:
         if self._own_logs:
             self._logs.detach()
 
-    def __enter__(self) -> LocalControl:
+    def __enter__(self) -> ControlCore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -191,6 +194,8 @@ class LocalControl:
             if swapping is not None:
                 state = dataclasses.replace(state, swapping=swapping)
             if changed and save:
+                if self._settings_path is None:
+                    raise ConfigError("this mirror has no settings file to save changes to")
                 save_settings(self._settings_path, new)
             with self.processor.lock:
                 apply_live(self._inner, new, changed, self._appliers)

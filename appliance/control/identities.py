@@ -16,9 +16,8 @@ import re
 import threading
 from pathlib import Path
 
-from appliance.errors import OutputError
+from appliance.errors import IdentityNameError, IdentityNotFoundError, OutputError
 from appliance.fileio import atomic_write_bytes
-from web_ui.errors import IdentityNameError, IdentityNotFoundError
 
 logger = logging.getLogger(__name__)
 

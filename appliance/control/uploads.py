@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
+from appliance.errors import UploadError
 from appliance.vision.analyzer import decode_image
 from appliance.vision.pixel_limit import MAX_PIXELS, bomb_message, too_many_pixels
-from web_ui.errors import UploadError
 
 logger = logging.getLogger(__name__)
 
