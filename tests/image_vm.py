@@ -204,3 +204,33 @@ class RootReader:
 
     def close(self) -> None:
         self.part.unlink(missing_ok=True)
+
+
+def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]) -> None:
+    """Write test-only files and links into a copy's root partition (debugfs -w), in place."""
+    root = partitions(image)[1]
+    reader = RootReader(image, work)
+    commands = []
+    for n, (path, text) in enumerate(sorted(files.items())):
+        local = work / f"inject-{n}"
+        local.write_text(text)
+        local.chmod(0o644)
+        commands += [f"mkdir {Path(path).parent}", f"write {local} {path}"]
+    commands += [f"symlink {link} {target}" for link, target in sorted(links.items())]
+    script = work / "inject.debugfs"
+    script.write_text("\n".join(commands) + "\n")
+    subprocess.run(
+        ["debugfs", "-w", "-f", str(script), str(reader.part)], capture_output=True, check=True
+    )
+    dd = [
+        "dd",
+        f"if={reader.part}",
+        f"of={image}",
+        "bs=4M",
+        f"seek={root['start'] * 512}",
+        "oflag=seek_bytes",
+        "conv=notrunc,sparse",
+        "status=none",
+    ]
+    subprocess.run(dd, check=True)
+    reader.close()

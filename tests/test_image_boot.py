@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.image_vm import RootReader, Vm, partitions
+from tests.image_vm import RootReader, Vm, inject, partitions
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MIRROR_IMAGE_TEST") != "1", reason="slow: run with `make test-image`"
@@ -32,6 +32,21 @@ BOOT_S = 600
 GROW = 512 * 1024 * 1024
 SECRETS = ("/var/lib/mirror/web/auth.json", "/var/lib/mirror/web/secret_key", "/etc/machine-id")
 PASSWORD_LINE = "admin password (first start"
+# Test-only additions to one copy: the demo source instead of the missing camera (frames
+# flow: READY, then WATCHDOG=1), and a unit that stops the mirror's process 60 s after it
+# started (the frame loop stalls): systemd's watchdog must kill and restart it.
+DEMO = """[Service]
+ExecStart=
+ExecStart=/opt/mirror/venv/bin/mirror run --source demo --display auto --profile rpi4-cpu \\
+ --no-preview
+"""
+STALL = """[Unit]
+After=mirror.service
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c 'sleep 60; kill -STOP "$(systemctl show -P MainPID mirror.service)"'
+"""
+STALL_UNIT = "/etc/systemd/system/mirror-stall-test.service"
 
 
 def _mirror(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
@@ -139,3 +154,26 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
     for path in SECRETS:
         assert other[path] and other[path] != first[path], path
     assert journal.count(PASSWORD_LINE) == 1
+
+
+def test_the_demo_source_sends_ready_and_a_stalled_loop_is_restarted_by_the_watchdog(
+    image: Path, tmp_path: Path
+) -> None:
+    disk = _copy(image, tmp_path / "c.img")
+    inject(
+        disk,
+        tmp_path,
+        {"/etc/systemd/system/mirror.service.d/test-demo.conf": DEMO, STALL_UNIT: STALL},
+        {"/etc/systemd/system/multi-user.target.wants/mirror-stall-test.service": STALL_UNIT},
+    )
+    vm = Vm(disk, tmp_path, "c1")
+    vm.start()
+    try:
+        assert vm.wait_console(r"Started .*Face-swap mirror", BOOT_S), vm.console()[-3000:]
+        answer = vm.wait_healthz(BOOT_S)
+        assert answer is not None and answer[0] == 200, answer
+        assert vm.wait_console(r"mirror\.service: Watchdog timeout", 300), vm.console()[-3000:]
+        restarted = r"Watchdog timeout[\s\S]*Started .*Face-swap mirror"
+        assert vm.wait_console(restarted, BOOT_S), vm.console()[-3000:]
+    finally:
+        vm.power_off()

@@ -170,3 +170,26 @@ def test_manifest_lists_installed_packages_with_versions(tmp_path: Path) -> None
         "Description: x\n multi-line: y\n"
     )
     assert debian_packages(tmp_path) == {"python3:arm64": "3.11.2-1+b1"}
+
+
+def test_cached_package_lists_pin_the_versions_and_need_no_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from provisioning.image.cache import apt_dirs
+    from provisioning.image.debian_root import mmdebstrap_command
+    from provisioning.image.spec import spec_for
+
+    monkeypatch.setenv("MIRROR_IMAGE_CACHE", str(tmp_path))
+    spec = spec_for(PROFILE)
+    first = mmdebstrap_command(spec, tmp_path / "root.tar")
+    assert "--skip=update" not in first  # no lists yet: apt-get update fetches them
+    assert any(a.startswith("--customize-hook=sync-out /var/lib/apt/lists") for a in first)
+    _, lists = apt_dirs(spec)
+    lists.mkdir(parents=True)
+    (lists / "deb.debian.org_debian_dists_bookworm_InRelease").write_text("cached")
+    again = mmdebstrap_command(spec, tmp_path / "root.tar")
+    assert "--skip=update" in again
+    assert f"--setup-hook=sync-in {lists} /var/lib/apt/lists" in again
+    assert "--skip=update" not in mmdebstrap_command(spec, tmp_path / "r.tar", refresh=True)
+    assert "--include=" + ",".join(spec.packages) in again
+    assert any("MODULES=list" in a for a in again)
