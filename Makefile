@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # ($MIRROR_DATA_DIR, else ~/.local/share/face-mirror), so the README's `mirror ...`
 # commands find what `make run` fetched.
 
-.PHONY: run test models browser lint typecheck unit layers clean
+.PHONY: run test models browser lint typecheck unit layers clean arm64-test
 
 $(BIN)/.installed: pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "Python 3.10 or newer is required, found " + sys.version.split()[0]'
@@ -25,7 +25,14 @@ run: models
 	$(BIN)/mirror run --source demo --identity grace_hopper $(ARGS)
 
 unit: models
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not arm64" $(PYTEST_ARGS)
+
+# The install on a Pi's OS, emulated (tests/test_arm64_install.py): Debian 12 and 13
+# arm64 roots (mmdebstrap, cached in ~/.cache/face-mirror/arm64) under qemu-user-static,
+# each provisioned from an offline bundle. Installs its host tools when it may; skips
+# with the reason where binfmt handlers cannot be registered or it is not root.
+arm64-test: models
+	$(BIN)/python -m tests.arm64 $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
@@ -63,7 +70,7 @@ browser:
 	  echo "browser: installed"; \
 	else tail -n 5 $(BROWSER_LOG); echo "browser: apt-get failed: $$skip"; fi
 
-test: browser unit lint typecheck layers
+test: browser unit lint typecheck layers arm64-test
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
