@@ -30,11 +30,11 @@ from appliance.control.core import ControlCore
 from appliance.device.catalog import load_profiles
 from appliance.gpio.panel import GpioCallbacks, GpioPanel
 from appliance.inference.runtime import RuntimeChoice
-from appliance.media.camera_open import is_camera
 from appliance.media.display_screens import CameraLostScreen, FirstBootScreen
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
+from appliance.media.source_mode import SourceMode
 from appliance.modelstore import ModelStore
 from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
@@ -62,7 +62,7 @@ class SessionOptions:
     settings_path: Path | None = None  # where settings changes are saved
     announce: Callable[[str], None] | None = None  # shows the first-start admin password
     extra_sinks: Sequence[FrameSink] = field(default_factory=tuple)
-    live: bool | None = None  # a live camera (liveness gate on); None: a camera source is one
+    mode: SourceMode = SourceMode.RECORDED  # a live camera: liveness gate, camera screen
     display: FrameSink | None = None  # the HDMI screen: first output, camera-lost screen
     overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
 
@@ -105,7 +105,8 @@ class MirrorSession:
         self.settings = settings
         self.choice = choice
         self.options = options
-        self.live = is_camera(source) if options.live is None else options.live
+        self.mode = options.mode  # decided where the source was opened
+        self.live = options.mode.live
         liveness = settings.liveness if self.live else None
         processor = build_processor(
             settings, store, options.identity, runtime=choice, liveness=liveness

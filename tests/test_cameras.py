@@ -20,14 +20,17 @@ import pytest
 
 from appliance.device.profile import CaptureSpec
 from appliance.errors import ConfigError, SourceError
+from appliance.media.awaited_source import AwaitedSource
 from appliance.media.camera_open import open_camera
 from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
 from appliance.media.frames import Frame
 from appliance.media.gstreamer_csi import GStreamerCsiSource, csi_pipeline, opencv_has_gstreamer
+from appliance.media.mirror_source import open_mirror_source
 from appliance.media.mirrored_source import MirroredSource
 from appliance.media.null_sink import NullSink
 from appliance.media.picamera2_source import Picamera2Source, load_picamera2
+from appliance.media.source_mode import SourceMode
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
 from tests.test_camera_reconnect import FakeDevice
@@ -232,10 +235,27 @@ def test_open_camera_picks_the_kind_from_the_profile(csi: FakeCsiCamera) -> None
     assert isinstance(open_camera(CaptureSpec(kind="picamera2", device=0)), Picamera2Source)
     jetson = open_camera(CaptureSpec(kind="gstreamer-csi", device=1, flip_method=2))
     assert isinstance(jetson, GStreamerCsiSource) and "flip-method=2" in jetson.pipeline
-    mirrored = open_camera(CaptureSpec(kind="picamera2", device=0), mirror=True)
-    assert isinstance(mirrored, MirroredSource)
     with pytest.raises(ConfigError, match="camera number"):
         open_camera(CaptureSpec(kind="picamera2", device="/dev/video0"))
+
+
+def test_the_one_source_factory_mirrors_cameras_only_and_names_the_mode(
+    csi: FakeCsiCamera,
+) -> None:
+    """The live-camera decision is made once, where the source is opened, and carried."""
+    spec = CaptureSpec(kind="picamera2", device=0)
+    camera = open_mirror_source("camera", spec, mirror=True)
+    assert camera.mode is SourceMode.LIVE_CAMERA and camera.live
+    assert isinstance(camera.source, AwaitedSource)
+    assert isinstance(camera.source.inner, MirroredSource)
+    assert isinstance(camera.source.inner.inner, Picamera2Source)
+    usb = open_mirror_source("/dev/video0", spec, mirror=False)
+    assert usb.live and isinstance(usb.source, AwaitedSource)
+    assert isinstance(usb.source.inner, CameraSource)
+    demo = open_mirror_source("demo", spec, mirror=True, frames=1)
+    assert demo.mode is SourceMode.RECORDED and isinstance(demo.source, DemoSource)
+    played = open_mirror_source("demo", spec, mirror=True, frames=1, as_camera=True)
+    assert played.mode is SourceMode.LIVE_CAMERA and isinstance(played.source, DemoSource)
 
 
 def test_a_mirrored_source_flips_left_to_right(csi: FakeCsiCamera) -> None:

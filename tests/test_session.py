@@ -22,6 +22,7 @@ from appliance.media.camera_source import CameraSource
 from appliance.media.demo_source import DemoSource
 from appliance.media.null_sink import NullSink
 from appliance.media.overlays import Overlays
+from appliance.media.source_mode import SourceMode
 from appliance.modelstore import ModelStore
 from appliance.session import MirrorSession, SessionOptions
 from appliance.thermal.action import ThermalAction, action_for
@@ -31,9 +32,14 @@ from tests.waiting import wait_for
 from web_ui.status import camera_problem
 
 
-def session_for(store: ModelStore, source: object, frames: int | None = None) -> MirrorSession:
+def session_for(
+    store: ModelStore,
+    source: object,
+    frames: int | None = None,
+    mode: SourceMode = SourceMode.RECORDED,
+) -> MirrorSession:
     choice = choose_for_device(store, override="x86-cpu")
-    options = SessionOptions(identity="grace_hopper", frame_limit=frames)
+    options = SessionOptions(identity="grace_hopper", frame_limit=frames, mode=mode)
     return MirrorSession(Settings(), store, choice, source, options)  # type: ignore[arg-type]
 
 
@@ -62,7 +68,7 @@ def test_a_photo_held_to_the_camera_is_not_swapped_and_gets_the_prompt(
     with DemoSource(astronaut, size=(320, 240), paced=False, frames=30) as demo:
         device = FakeDevice([f.image for f in demo])
     camera = CameraSource(0, size=(320, 240), fps=30, capture_factory=device.open)
-    session = session_for(store, camera, frames=60)
+    session = session_for(store, camera, frames=60, mode=SourceMode.LIVE_CAMERA)
     assert session.live
     session.start()
     try:
@@ -120,6 +126,7 @@ def test_a_camera_missing_at_start_shows_the_camera_screen_and_is_picked_up_when
     choice = choose_for_device(store, override="x86-cpu")
     options = SessionOptions(
         identity="grace_hopper",
+        mode=SourceMode.LIVE_CAMERA,
         display=display,
         overlays=Overlays(store.path("label_font")),
     )

@@ -163,7 +163,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
     choice = _choose(args, store, settings)
     settings = with_target_fps(settings, choice)
     profile = load_profiles()[choice.profile]
-    source, live = open_run_source(args, profile)
+    opened = open_run_source(args, profile)
+    source = opened.source
     if args.loop and hasattr(source, "loop"):
         source.loop = True
     display, overlays = open_run_display(args, profile, store)
@@ -174,7 +175,7 @@ def _run_mirror(args: argparse.Namespace) -> int:
         settings_path=args.config or data_dir() / "config.yaml",
         announce=_announce_password,
         extra_sinks=_sinks(args, source.fps),
-        live=live,
+        mode=opened.mode,
         display=display,
         overlays=overlays,
     )

@@ -5,36 +5,31 @@ from __future__ import annotations
 import argparse
 
 from appliance.device.profile import HardwareProfile
-from appliance.media.awaited_source import AwaitedSource
-from appliance.media.camera_open import open_camera
-from appliance.media.camera_source import CameraSource
 from appliance.media.display import open_display
 from appliance.media.display_screens import FirstBootScreen
-from appliance.media.mirrored_source import MirroredSource
+from appliance.media.mirror_source import OpenedSource, open_mirror_source
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.sizes import parse_size
-from appliance.media.source_base import FrameSource
-from appliance.media.sources import open_source
 from appliance.modelstore import ModelStore
 from appliance.paths import web_dir
 from web_ui.auth_store import FIRST_BOOT_NAME
 from web_ui.config import load_web_config
 
 
-def open_run_source(args: argparse.Namespace, profile: HardwareProfile) -> tuple[FrameSource, bool]:
-    """The source, and whether it is a live camera (a camera is flipped into a mirror image
-    when the profile's display says so, before anything is drawn on it). A camera that is
-    missing at start is waited for (see ``AwaitedSource``); a file that cannot be opened
-    still fails the run."""
-    size = parse_size(args.size)
-    mirror = profile.display.mirror
-    if args.source == "camera":
-        return AwaitedSource(open_camera(profile.capture, mirror=mirror)), True
-    source = open_source(args.source, size=size, fps=args.fps, frames=args.frames)
-    if isinstance(source, CameraSource):
-        return AwaitedSource(MirroredSource(source) if mirror else source), True
-    return source, False
+def open_run_source(args: argparse.Namespace, profile: HardwareProfile) -> OpenedSource:
+    """The source and its mode (see ``open_mirror_source``: a camera is waited for and
+    flipped into a mirror image when the profile's display says so); a file that cannot
+    be opened still fails the run."""
+    return open_mirror_source(
+        args.source,
+        profile.capture,
+        mirror=profile.display.mirror,
+        size=parse_size(args.size),
+        fps=args.fps,
+        frames=args.frames,
+        as_camera=bool(getattr(args, "as_camera", False)),
+    )
 
 
 def open_run_display(

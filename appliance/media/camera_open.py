@@ -1,9 +1,9 @@
 """Open the camera the hardware profile's capture section describes.
 
 ``v4l2`` is a USB camera through OpenCV, ``picamera2`` a Raspberry Pi CSI
-camera, ``gstreamer-csi`` a Jetson CSI camera. With ``mirror`` the frames are
-flipped at capture (the display's ``mirror`` setting), so that text drawn
-later reads right.
+camera, ``gstreamer-csi`` a Jetson CSI camera. Mirroring, waiting for a
+missing camera and the live-camera mode are the source factory's
+(``appliance.media.mirror_source``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from appliance.device.profile import CaptureSpec
 from appliance.errors import ConfigError
 from appliance.media.camera_source import CameraSource
 from appliance.media.gstreamer_csi import GStreamerCsiSource
-from appliance.media.mirrored_source import MirroredSource
 from appliance.media.picamera2_source import Picamera2Source
 from appliance.media.source_base import FrameSource
 
@@ -29,16 +28,8 @@ def _csi_number(spec: CaptureSpec) -> int:
     )
 
 
-def is_camera(source: FrameSource) -> bool:
-    """Whether ``source`` is a live camera, also behind the mirroring and waiting wrappers."""
-    inner = getattr(source, "inner", None)
-    if isinstance(inner, FrameSource):
-        return is_camera(inner)
-    return isinstance(source, CameraSource | Picamera2Source)
-
-
-def open_camera(spec: CaptureSpec, *, mirror: bool = False) -> FrameSource:
-    """A (not yet started) camera source for ``spec``; flipped when ``mirror``."""
+def open_camera(spec: CaptureSpec) -> FrameSource:
+    """A (not yet started) camera source for ``spec``."""
     source: FrameSource
     if spec.kind == "picamera2":
         source = Picamera2Source(_csi_number(spec), size=spec.size, fps=spec.fps)
@@ -48,5 +39,5 @@ def open_camera(spec: CaptureSpec, *, mirror: bool = False) -> FrameSource:
         )
     else:
         source = CameraSource(spec.device, size=spec.size, fps=spec.fps, fourcc=spec.fourcc)
-    logger.debug("camera %r from the profile (mirror=%s)", source, mirror)
-    return MirroredSource(source) if mirror else source
+    logger.debug("camera %r from the profile", source)
+    return source
