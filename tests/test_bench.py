@@ -5,6 +5,7 @@ No speed is asserted: timings only need to be plausible, with generous bounds.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -12,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from appliance.cli import bench_cmd
 from appliance.config import Settings
 from appliance.media.source_base import FrameTimeoutError
 from appliance.modelstore import ModelStore
+from appliance.paths import REPO_ROOT
 from appliance.pipeline.factory import build_analyzer
 from appliance.tools.bench_clips import tile3, tile_cells, tiled_clip, video_clip
 from appliance.tools.live_clip import JpegClip, LiveClipSource
@@ -113,7 +116,7 @@ def test_tiled_video_shows_three_detected_faces(store: ModelStore) -> None:
 
 
 def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
+    out, page = tmp_path / "out.json", tmp_path / "benchmarks.md"
     proc = mirror(
         "bench",
         "--frames",
@@ -126,8 +129,14 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
         tmp_path / "no-media",
         "--json",
         out,
+        "--markdown",
+        page,
     )
     assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert text.startswith("# Benchmark figures") and "indicative" in text
+    assert "`mirror bench --frames 12 --fps 30.0 --sizes 320x240 --faces 1,3" in text
+    assert text.count("| demo | 320x240 |") == 4 and "## Targets" in text
     assert "using the demo camera" in proc.stdout
     assert "targets (pipeline rows):" in proc.stdout
     data = json.loads(out.read_text())
@@ -147,6 +156,20 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
     assert runs[(1, "pipeline")]["stale_shown"] == 0
     assert runs[(3, "pipeline")]["stale_shown"] == 0
     assert [t["faces"] for t in data["targets"]] == [3]  # only the 3-face rule applies at 320x240
+
+
+def test_bench_markdown_to_a_missing_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    proc = mirror("bench", "--frames", "5", "--markdown", tmp_path / "nope" / "b.md")
+    assert_one_line_error(proc, "does not exist")
+    assert "bench:" not in proc.stdout  # nothing was run
+
+
+def test_bench_markdown_defaults_to_docs_benchmarks_md() -> None:
+    parser = argparse.ArgumentParser()
+    bench_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["bench", "--markdown"])
+    assert args.markdown == REPO_ROOT / "docs" / "benchmarks.md"
+    assert parser.parse_args(["bench"]).markdown is None
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ Clips: each ``*.mp4`` of ``--media`` (../shared/media by default), or the
 demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
 (``--faces``; 3 faces by tiling), played as a live camera at ``--fps``.
 Prints a line per run, then a table and the issue's targets checked on the
-pipeline rows; ``--json`` also writes every figure. ``--liveness`` benchmarks
+pipeline rows; ``--json`` also writes every figure, ``--markdown [FILE]``
+the table as a Markdown page (docs/benchmarks.md by default). ``--liveness`` benchmarks
 the liveness gate instead (``bench_liveness_cmd``).
 """
 
@@ -27,12 +28,14 @@ from appliance.paths import REPO_ROOT
 from appliance.pipeline.factory import build_processor
 from appliance.tools.bench import STAGES, VARIANTS, VariantResult, run_variant
 from appliance.tools.bench_clips import FACES, build_clips, demo_clip, video_clip
+from appliance.tools.bench_markdown import check_writable, format_markdown, write_markdown
 from appliance.tools.live_clip import JpegClip
 from appliance.vision.identity import read_image
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MEDIA = REPO_ROOT.parent / "shared" / "media"
+DEFAULT_MARKDOWN = REPO_ROOT / "docs" / "benchmarks.md"
 TARGET_FPS = 30.0
 FPS_SLACK = 0.97  # the rate is measured over the run's wall time, start-up included
 TARGET_P95_MS = {(640, 480): 33.0, (1280, 720): 50.0}  # one face, end to end
@@ -53,6 +56,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--fps", type=float, default=30.0, help="live camera frame rate")
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_MARKDOWN,
+        default=None,
+        metavar="FILE",
+        help="also write the table as Markdown (default file docs/benchmarks.md)",
+    )
     add_liveness_arguments(parser)
     add_config_argument(parser)
     parser.set_defaults(handler=_bench)
@@ -73,6 +85,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--frames must be at least 1, got {args.frames}")
     if not args.fps > 0:
         raise ConfigError(f"--fps must be > 0, got {args.fps}")
+    if args.markdown is not None:
+        check_writable(args.markdown)
 
 
 def _base_clips(
@@ -115,6 +129,9 @@ def _bench(args: argparse.Namespace) -> int:
     print(format_targets(checks))
     if args.json is not None:
         _write_json(args, results, checks)
+    if args.markdown is not None:
+        write_markdown(args.markdown, format_markdown(results, checks, _options(args)))
+        print(f"bench: figures written to {args.markdown}", flush=True)
     return 0
 
 
@@ -127,18 +144,22 @@ def _progress(r: VariantResult) -> str:
     )
 
 
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "frames": args.frames,
+        "fps": args.fps,
+        "sizes": args.sizes,
+        "faces": args.faces,
+        "media": str(args.media),
+        "identity": args.identity,
+    }
+
+
 def _write_json(
     args: argparse.Namespace, results: list[VariantResult], checks: list[Check]
 ) -> None:
     data: dict[str, Any] = {
-        "options": {
-            "frames": args.frames,
-            "fps": args.fps,
-            "sizes": args.sizes,
-            "faces": args.faces,
-            "media": str(args.media),
-            "identity": args.identity,
-        },
+        "options": _options(args),
         "results": [r.as_dict() for r in results],
         "targets": [asdict(c) for c in checks],
     }

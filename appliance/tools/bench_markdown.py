@@ -1,0 +1,154 @@
+"""``mirror bench --markdown``: the benchmark's figures as a Markdown page (docs/benchmarks.md).
+
+The page says how it was made (the command's options, the machine, the
+date) and that its figures are indicative: one run on one machine, with
+whatever else that machine was doing at the time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from appliance.errors import OutputError
+from appliance.fileio import atomic_write_text
+from appliance.tools.bench import STAGES, VariantResult
+
+
+class TargetCheck(Protocol):
+    """One target checked on one pipeline run (``bench_cmd.Check``)."""
+
+    @property
+    def clip(self) -> str: ...
+    @property
+    def size(self) -> str: ...
+    @property
+    def faces(self) -> int: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def figures(self) -> str: ...
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "model\t")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_line() -> str:
+    """The machine the figures come from, in one line."""
+    return (
+        f"{_cpu_model()}, {os.cpu_count() or '?'} logical CPUs, {platform.machine()}, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def _row(r: VariantResult) -> str:
+    e2e = " / ".join(_ms(r.e2e_ms[q]) for q in ("p50", "p95", "p99"))
+    swap = 100.0 * r.swapped / r.frames_out if r.frames_out else 0.0
+    stages = []
+    for stage in STAGES:
+        s = r.stages_ms.get(stage)
+        stages.append("-" if s is None else f"{_ms(s['p50'])} / {_ms(s['p95'])}")
+    cells = [
+        r.clip,
+        f"{r.size[0]}x{r.size[1]}",
+        str(r.faces),
+        r.variant,
+        f"{r.output_fps:.1f}",
+        e2e,
+        str(r.dropped_total),
+        str(r.stale_shown),
+        f"{r.cpu_percent:.0f}",
+        f"{r.peak_rss_mib:.0f}",
+        f"{r.faces_found:.2f}",
+        f"{swap:.0f}",
+        *stages,
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def format_markdown(
+    results: Sequence[VariantResult],
+    checks: Sequence[TargetCheck],
+    options: Mapping[str, object],
+    *,
+    machine: str | None = None,
+    when: datetime.datetime | None = None,
+) -> str:
+    """The whole page: how the figures were made, the table, the targets."""
+    stamp = (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    argv = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
+    header = [
+        "clip", "size", "faces", "variant", "fps", "e2e p50 / p95 / p99 ms", "dropped",
+        "stale shown", "CPU %", "peak RSS MiB", "faces found", "swapped %",
+        *(f"{stage} p50 / p95 ms" for stage in STAGES),
+    ]  # fmt: skip
+    lines = [
+        "# Benchmark figures",
+        "",
+        "Written by `mirror bench --markdown`; do not edit by hand, run it again.",
+        "",
+        "**These figures are indicative**: one short run on one machine, which may have",
+        "been doing other work at the time. Compare runs made on the same machine with",
+        "the same options; run `mirror bench` on the target device for its own figures.",
+        "",
+        "How they were made:",
+        "",
+        f"- command: `mirror bench {argv}`",
+        f"- machine: {machine or machine_line()}",
+        f"- date: {stamp}",
+        "- variants: `naive` (read, detect every frame, swap, write in one thread) and",
+        "  `pipeline` (the real runner: capture, process and output threads, tracking,",
+        "  stale frames dropped); both read an emulated live MJPG camera.",
+        "- CPU % is of one core (200 % = two busy cores); latencies are capture to output.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *(_row(r) for r in results),
+        "",
+        "## Targets (pipeline rows)",
+        "",
+    ]
+    if not checks:
+        lines.append("None apply to these sizes and face counts.")
+    for c in checks:
+        verdict = "PASS" if c.passed else "FAIL"
+        lines.append(
+            f"- **{verdict}** {c.clip} {c.size} {c.faces} face(s): {c.target}: {c.figures}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def check_writable(path: Path) -> None:
+    """Refuse before the (long) run when the page cannot be written there."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a folder")
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"cannot write {path}: folder {folder} is not writable")
+
+
+def write_markdown(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (an old page stays whole on failure)."""
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc}") from exc
