@@ -2,9 +2,9 @@
 
 The cache (``$MIRROR_ARM64_CACHE`` or ``~/.cache/face-mirror/arm64``) holds one
 tarball per suite, architecture, variant and package list (the key is in the
-name), so a changed package list builds a new root. A build writes a
-``.partial`` file and renames it when complete; a lock file keeps two runs
-from building the same root at once.
+name), so a changed package list builds a new root and the old one is
+removed. A build writes a ``.partial`` file and renames it when complete; a
+lock file keeps two runs from building the same root at once.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def cache_key(suite: Suite) -> str:
         "arch": suite.arch,
         "variant": suite.variant,
         "packages": sorted(suite.packages),
+        "excluded": sorted(suite.excluded),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -62,6 +63,7 @@ def mmdebstrap_command(suite: Suite, out: Path) -> list[str]:
         f"--arch={suite.arch}",
         f"--variant={suite.variant}",
         f"--include={','.join(suite.packages)}",
+        *(f"--dpkgopt=path-exclude={pattern}" for pattern in suite.excluded),
         suite.codename,
         str(out),
     ]
@@ -90,7 +92,19 @@ def ensure_root(suite: Suite) -> tuple[Path, bool, str | None]:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run building it: wait, then reuse it
         if path.is_file():
             return path, True, None
-        return path, False, _build(suite, path)
+        error = _build(suite, path)
+        if error is None:
+            _drop_stale(suite, path)
+        return path, False, error
+
+
+def _drop_stale(suite: Suite, current: Path) -> None:
+    """The suite's roots built for an older key (package list, options): never used again."""
+    for old in current.parent.glob(f"{suite.codename}-{suite.arch}-*.tar"):
+        if old != current:
+            logger.info("removing the stale root %s", old)
+            for leftover in (old, old.with_name(old.name + ".log")):
+                leftover.unlink(missing_ok=True)
 
 
 def _build(suite: Suite, path: Path) -> str | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# python3-venv: the device's venv; systemd: systemd-analyze and the unit's targets;
-# ca-certificates: what a device image has anyway (the root is used offline).
-PACKAGES = ("python3", "python3-venv", "systemd", "ca-certificates")
+# python3-venv: the device's venv; systemd: systemd-analyze and the unit's targets. Nothing
+# more: every package is configured emulated (ca-certificates alone takes minutes).
+PACKAGES = ("python3", "python3-venv", "systemd")
+# Left out of the root (dpkg path-exclude): pages nobody reads in a test root.
+EXCLUDED = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*")
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,7 @@ class Suite:
     arch: str = "arm64"
     variant: str = "apt"
     packages: tuple[str, ...] = PACKAGES
+    excluded: tuple[str, ...] = EXCLUDED
 
 
 SUITES = (
