@@ -35,6 +35,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         bench_cmd,
         doctor_cmd,
         eval_cmd,
+        identity_cmd,
         image_cmd,
         provision_cmd,
         run_cmd,
@@ -48,6 +49,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     doctor_cmd.register(sub)
     provision_cmd.register(sub)
     image_cmd.register(sub)
+    identity_cmd.register(sub)
 
 
 def _configure_logging(verbosity: int) -> None:
