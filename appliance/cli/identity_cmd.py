@@ -72,7 +72,7 @@ def report_text(name: str, assessment: Assessment) -> str:
         for f in assessment.findings
     ]
     hints = len(assessment.hints())
-    verdict = assessment.verdict
+    verdict: str = assessment.verdict
     if verdict == "usable":
         verdict += f" ({hints} hint{'s' if hints != 1 else ''})"
     return "\n".join([f"{name}: {verdict}", *lines])
