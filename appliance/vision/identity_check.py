@@ -81,6 +81,8 @@ OCCLUSION_MARGIN = 0.25  # the occluder test runs on the face box grown by this 
 
 _RANK: dict[Verdict, int] = {"good": 0, "usable": 1, "refused": 2}
 STRAIGHT = "a photo looking straight at the camera works best"
+NO_FACE = "no face found in the photo: use a clear, well-lit, frontal photo of one person"
+SEVERAL_FACES = "more than one face ({count}) in the photo: use a photo of one person"
 
 
 @dataclass(frozen=True)
@@ -149,10 +151,9 @@ class IdentityChecker:
     def assess(self, image: Image) -> Assessment:
         faces = self.analyzer.analyze(image, refine=True)
         if not faces:
-            message = "no face found in the photo: use a clear, well-lit photo of one person"
-            return Assessment(0, (Finding("faces", "refused", message, 0.0),))
+            return Assessment(0, (Finding("faces", "refused", NO_FACE, 0.0),))
         if len(faces) > 1:
-            message = f"{len(faces)} faces in the photo: use a photo of one person"
+            message = SEVERAL_FACES.format(count=len(faces))
             return Assessment(len(faces), (Finding("faces", "refused", message, len(faces)),))
         return self._one_face(image, faces[0])
 
