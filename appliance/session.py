@@ -2,9 +2,10 @@
 
 Frames meet, in order: the processor (with the liveness gate for a live
 camera; files and the demo photo are not live visitors, so they swap at
-once), the admin UI's guard (its settings changes land between frames), the
-thermal gate (the governor's actions) and the adaptive controller (idle,
-degrade ladder, fps caps). Beside the pipeline run the thermal governor's
+once), the processing chain (``pipeline.chain``: the control lock, so settings
+changes land between frames; the governor's thermal action; the named fps
+caps of the governor and the PIR sensor) and the adaptive controller (idle,
+degrade ladder). Beside the pipeline run the thermal governor's
 thread, the GPIO panel (LED, button, PIR) and the admin web server. A part
 the device lacks (sensors, GPIO pins) is said once and left out; ``start``
 brings everything up and ``stop`` takes every part down at once, within
@@ -30,7 +31,7 @@ from appliance.control.core import ControlCore
 from appliance.device.catalog import load_profiles
 from appliance.gpio.panel import GpioCallbacks, GpioPanel
 from appliance.inference.runtime import RuntimeChoice
-from appliance.media.display_screens import CameraLostScreen, FirstBootScreen
+from appliance.media.display_screens import CameraLostScreen
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
@@ -41,7 +42,6 @@ from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Drop, Telemetry
-from appliance.pipeline.thermal_gate import ThermalGate
 from appliance.supervision.heartbeat import Heartbeat
 from appliance.supervision.notify import Notifier
 from appliance.thermal.action import ThermalAction
@@ -65,30 +65,6 @@ class SessionOptions:
     mode: SourceMode = SourceMode.RECORDED  # a live camera: liveness gate, camera screen
     display: FrameSink | None = None  # the HDMI screen: first output, camera-lost screen
     overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
-
-
-class FpsCaps:
-    """The lowest of several named fps caps applied to the controller; each has its drop reason.
-
-    The thermal governor's cap drops frames as ``thermal``, the PIR sensor's
-    (nobody there) as ``no_motion``: the lowest cap in force names the drops.
-    """
-
-    def __init__(self, controller: AdaptiveController) -> None:
-        self.controller = controller
-        self._caps: dict[str, tuple[float, Drop]] = {}
-
-    def set(self, why: str, fps: float | None, drop: Drop = Drop.THERMAL) -> None:
-        if fps is None:
-            self._caps.pop(why, None)
-        else:
-            self._caps[why] = (fps, drop)
-        lowest = min(self._caps.values(), default=None, key=lambda cap: cap[0])
-        reasons = ", ".join(sorted(self._caps)) or "none"
-        if lowest is None:
-            self.controller.set_fps_cap(None, reasons)
-        else:
-            self.controller.set_fps_cap(lowest[0], reasons, lowest[1])
 
 
 class MirrorSession:
@@ -126,15 +102,16 @@ class MirrorSession:
             processor, self.telemetry, settings, options.settings_path, store, hardware=hardware
         )
         self.control.restore_state()
-        self.guard = self.control.processor  # settings changes land between frames
+        # the one chain: the control lock (settings land between frames), the thermal
+        # action and the named fps caps
+        self.chain = self.control.processor
         if options.web is not None:
             sinks.append(self.control.preview_sink)
-        self.gate = ThermalGate(self.guard)
-        self.controller = AdaptiveController(self.gate, self.telemetry, settings.pipeline)
-        self.caps = FpsCaps(self.controller)
+        self.controller = AdaptiveController(self.chain, self.telemetry, settings.pipeline)
+        self.chain.bind_caps(self.controller)
         self.runner = PipelineRunner(
             source,
-            self.gate,
+            self.chain,
             sinks,
             self.telemetry,
             settings.pipeline.latency_budget_ms,
@@ -200,8 +177,6 @@ class MirrorSession:
             self.panel.show(self.light(snap))
         if self.camera_screen is not None and snap.running:
             self.camera_screen.update(snap.camera.connected)
-        if isinstance(self.options.display, FirstBootScreen):
-            self.options.display.idle = snap.mode == "idle" or self.nobody
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:
@@ -249,8 +224,8 @@ class MirrorSession:
         )
 
     def _thermal(self, action: ThermalAction) -> None:
-        self.gate.set_action(action)
-        self.caps.set("thermal", action.fps_cap, Drop.THERMAL)
+        self.chain.set_action(action)
+        self.chain.set_cap("thermal", action.fps_cap, Drop.THERMAL)
 
     def _callbacks(self) -> GpioCallbacks:
         return GpioCallbacks(
@@ -264,7 +239,7 @@ class MirrorSession:
         """The PIR sensor: nobody for a while idles processing and shows the idle screen."""
         self.nobody = not present
         idle_fps = None if present else self.settings.pipeline.idle_fps
-        self.caps.set("no motion", idle_fps, Drop.NO_MOTION)
+        self.chain.set_cap("no motion", idle_fps, Drop.NO_MOTION)
 
     def _next_identity(self) -> None:
         """The button's short press: the library's next identity (the first after the last)."""

@@ -43,11 +43,17 @@ def test_the_first_boot_notice_shows_until_the_first_login(
     sink = FirstBootScreen(screen, overlays, notice, 8000)
     mirror = np.full((480, 640, 3), 77, np.uint8)
     with sink:
-        sink.write(Frame(mirror.copy(), 0, 0))
+        for index in range(5):
+            sink.write(Frame(mirror.copy(), index, index))
+        assert sink.reads == 1  # read once, not on every frame
+        notice.write_text("user: admin\npassword: Zz9y-Xx8w-Vv7u-Tt6s-Ss5r\n", encoding="utf-8")
+        sink.write(Frame(mirror.copy(), 5, 5))
+        assert sink.reads == 2  # and again when it changed
         notice.unlink()  # the first password change removes it
-        sink.write(Frame(mirror.copy(), 1, 1))
-    first, after = screen.images
+        sink.write(Frame(mirror.copy(), 6, 6))
+    first, *_, changed, after = screen.images
     assert first.shape == mirror.shape and not np.array_equal(first, mirror)
+    assert not np.array_equal(changed, first)  # the new password is shown
     assert np.array_equal(after, mirror)
     assert one_time_password(notice) is None
 
@@ -57,12 +63,10 @@ def test_the_idle_screen_shows_while_nobody_is_there(overlays: Overlays, tmp_pat
     sink = FirstBootScreen(screen, overlays, tmp_path / "no-notice.txt", 8000)
     room = np.full((240, 320, 3), 120, np.uint8)
     with sink:
-        sink.idle = True
-        sink.write(Frame(room.copy(), 0, 0))  # nobody: the idle screen
-        visitor = Frame(room.copy(), 1, 1)
+        sink.write(Frame(room.copy(), 0, 0, idle=True))  # nobody: the idle screen
+        visitor = Frame(room.copy(), 1, 1, idle=True)
         visitor.faces = 1
         sink.write(visitor)  # a face: the mirror at once, even before idle mode ends
-        sink.idle = False
         sink.write(Frame(room.copy(), 2, 2))
     idle, face, after = screen.images
     assert not np.array_equal(idle, room)

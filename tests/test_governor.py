@@ -20,9 +20,9 @@ from appliance.config import Settings, updated
 from appliance.device.catalog import load_profiles
 from appliance.errors import ConfigError
 from appliance.media.frames import Frame
+from appliance.pipeline.chain import ProcessingChain
 from appliance.pipeline.quality import QualityLevel, build_ladder
 from appliance.pipeline.telemetry import Telemetry
-from appliance.pipeline.thermal_gate import ThermalGate
 from appliance.thermal.action import COOLING_NOTICE, ThermalAction, action_for
 from appliance.thermal.governor import (
     GovernorConfig,
@@ -280,7 +280,7 @@ def _frame(index: int = 0) -> Frame:
 
 def test_gate_applies_actions_between_frames_and_keeps_the_ladder_level() -> None:
     processor = FakeProcessor()
-    gate = ThermalGate(processor)
+    gate = ProcessingChain(processor)
     asked = QualityLevel("poisson", 10, None, "detect every 10 frames")
     gate.set_quality(asked)
     assert processor.quality == asked and gate.quality == asked
@@ -296,7 +296,7 @@ def test_gate_applies_actions_between_frames_and_keeps_the_ladder_level() -> Non
 
 def test_gate_in_critical_stops_swapping_shows_the_notice_and_resets_after() -> None:
     processor = FakeProcessor()
-    gate = ThermalGate(processor)
+    gate = ProcessingChain(processor)
     gate.set_action(action_for(C, BASE))
     frame = gate.process(_frame())
     assert processor.processed == 0 and not frame.swapped and frame.faces == 0

@@ -91,8 +91,8 @@ def test_a_hot_device_caps_the_rate_and_shows_it(store: ModelStore, astronaut: n
         time.sleep(0.5)
     finally:
         session.stop()
-    assert isinstance(session.gate.action, ThermalAction)
-    assert session.gate.action.state is ThermalState.HOT
+    assert isinstance(session.chain.action, ThermalAction)
+    assert session.chain.action.state is ThermalState.HOT
 
 
 @pytest.mark.parametrize("state", [ThermalState.CRITICAL])

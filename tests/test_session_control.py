@@ -23,9 +23,12 @@ from appliance.config import Settings
 from appliance.control.identities import IdentityLibrary
 from appliance.inference.runtime import choose_for_device
 from appliance.media.demo_source import DemoSource
+from appliance.media.display_screens import FirstBootScreen
+from appliance.media.overlays import Overlays
 from appliance.modelstore import ModelStore
 from appliance.paths import DATA_DIR_ENV, data_dir, model_cache_dir, web_dir
 from appliance.session import MirrorSession, SessionOptions
+from tests.test_display_screens import Recorder
 from tests.waiting import wait_for
 
 BUTTON = "GPIO27"  # rpi4-cpu.yaml: button: 27
@@ -129,3 +132,26 @@ def test_pir_idling_drops_frames_as_no_motion_not_thermal(
     drops = session.telemetry.snapshot().drops
     assert drops.get("no_motion", 0) > 0, drops
     assert drops.get("thermal", 0) == 0, drops
+
+
+def test_pir_idling_shows_the_idle_screen_without_the_main_thread(
+    store: ModelStore, tmp_path: Path
+) -> None:
+    """The frames carry "nobody there" to the display; no main-thread tick sets it."""
+    choice = choose_for_device(store, override="x86-cpu")
+    room = np.full((240, 320, 3), 120, np.uint8)
+    source = DemoSource(room, size=(320, 240), paced=True, fps=30.0, frames=20)
+    screen = Recorder()
+    overlays = Overlays(store.path("label_font"))
+    display = FirstBootScreen(screen, overlays, tmp_path / "no-notice.txt", 8000)
+    options = SessionOptions(display=display, overlays=overlays)
+    session = MirrorSession(Settings(), store, choice, source, options)
+    session._motion(False)  # the PIR callback after its idle time without motion
+    session.start()
+    try:
+        assert session.runner.wait(30.0)
+    finally:
+        session.stop()
+    assert screen.images, "nothing shown"
+    idle = overlays.idle_screen((320, 240))
+    assert all(np.array_equal(image, idle) for image in screen.images)

@@ -2,8 +2,9 @@
 
 The session always builds it; the admin UI (``web_ui``), the GPIO button and
 ``mirror run``'s SIGHUP reload are thin clients of it (it implements
-``MirrorControl``). It owns the processor lock (a ``GuardedProcessor`` around
-the pipeline's ``FrameProcessor``: give ``control.processor`` to the runner),
+``MirrorControl``). It owns the processing chain (a ``ProcessingChain`` around
+the pipeline's ``FrameProcessor``, with the processor lock: give
+``control.processor`` to the runner),
 the active identity and the swapping switch (kept in ``state.json``), the
 identity library and enrolment, the settings applied live, the web preview
 sink and the event log.
@@ -32,7 +33,7 @@ from appliance.inference.fallbacks import fallbacks
 from appliance.media.preview_sink import WebPreviewSink
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir, web_dir
-from appliance.pipeline.guarded import GuardedProcessor
+from appliance.pipeline.chain import ProcessingChain
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Telemetry
@@ -63,7 +64,7 @@ class ControlCore:
         check: Callable[[Settings], None] | None = None,
         appliers: Mapping[str, Applier] | None = None,
     ) -> None:
-        self.processor = GuardedProcessor(processor)
+        self.processor = ProcessingChain(processor)
         self.preview_sink = preview or WebPreviewSink()
         self._inner = processor
         self._telemetry = telemetry
@@ -221,12 +222,14 @@ class ControlCore:
 
     def add_identity(
         self, name: str, data: bytes, filename: str = "", content_type: str = ""
-    ) -> None:
+    ) -> list[str]:
         check_name(name)
         self._library.check_free(name)
         image, photo = stored_jpeg(check_upload(data, filename, content_type))
+        hints = self._enroller.check(image).hints()
         identity = self._enroller.enroll(image, name)
         self._library.add(name, photo, self._enroller.preview_jpeg(identity))
+        return hints
 
     def rename_identity(self, old: str, new: str) -> None:
         with self._lock:

@@ -3,9 +3,11 @@
 ``FirstBootScreen`` wraps the display sink: while provisioning's one-time
 password notice (``web/first-boot.txt``) exists, the screen shows where the
 admin page is and the password instead of the mirror; the first password
-change deletes the notice and the mirror appears. While ``idle`` is set
-(nobody in view: the pipeline's idle mode) it shows the idle screen instead,
-and the mirror comes back with the first frame that has a face. ``CameraLostScreen`` shows
+change deletes the notice and the mirror appears. The notice is read once,
+and again only when it changes (its modification time, size or presence):
+not on every frame. A frame the pipeline marked ``idle`` (nobody in view: its
+idle mode or the PIR sensor's) shows the idle screen instead, and the mirror
+comes back with the first frame that has a face. ``CameraLostScreen`` shows
 its screen through a ``ScreenFeed`` while the camera is gone (the pipeline
 writes nothing then) and hides it as soon as frames come again.
 """
@@ -57,7 +59,9 @@ class FirstBootScreen(FrameSink):
         self.overlays = overlays
         self.notice = notice
         self.port = port
-        self.idle = False  # set from the main thread: the pipeline's idle mode
+        self._seen: tuple[int, int] | None = None  # the notice's (mtime_ns, size) last read
+        self._info: FirstBootInfo | None = None  # what the screen shows; None: no notice
+        self.reads = 0  # times the notice was read
 
     def __repr__(self) -> str:
         return f"FirstBootScreen({self.inner!r})"
@@ -71,15 +75,35 @@ class FirstBootScreen(FrameSink):
     def _on_close(self) -> None:
         self.inner.close()
 
-    def _write(self, frame: Frame) -> None:
-        password = one_time_password(self.notice)
-        if password is not None:
+    def _first_boot(self) -> FirstBootInfo | None:
+        """The notice's screen text; the file is read again only when it changed."""
+        try:
+            stat = self.notice.stat()
+            seen: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            seen = None
+        if seen is None:
+            self._seen = self._info = None
+            return None
+        if seen != self._seen:
+            self._seen = seen
+            self.reads += 1
+            password = one_time_password(self.notice)
             ip = device_ip()
-            info = FirstBootInfo(ip, f"http://{ip}:{self.port}/", password)
+            self._info = (
+                None
+                if password is None
+                else FirstBootInfo(ip, f"http://{ip}:{self.port}/", password)
+            )
+        return self._info
+
+    def _write(self, frame: Frame) -> None:
+        info = self._first_boot()
+        if info is not None:
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.first_boot_screen(size, info)
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
-        elif self.idle and not frame.faces:
+        elif frame.idle and not frame.faces:
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.idle_screen(size).copy()
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)

@@ -12,7 +12,11 @@ Image = npt.NDArray[np.uint8]
 
 @dataclass
 class Frame:
-    """One captured frame. ``image`` is HxWx3 uint8 BGR."""
+    """One captured frame. ``image`` is HxWx3 uint8 BGR.
+
+    ``idle``: the pipeline found nobody there (its idle mode, or the PIR sensor's
+    no-motion cap); the display then shows its idle screen unless the frame has faces.
+    """
 
     image: Image
     index: int
@@ -20,3 +24,4 @@ class Frame:
     timings_ms: dict[str, float] = field(default_factory=dict)
     faces: int = 0
     swapped: bool = False
+    idle: bool = False

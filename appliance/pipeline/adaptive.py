@@ -94,13 +94,15 @@ class AdaptiveController:
         logger.info("fps cap %s (%s)", "off" if fps is None else f"{fps:g}", reason or "asked")
 
     def observe(self, frame: Frame, process_ms: float) -> None:
-        """Record a processed frame; may change the mode or the quality level."""
+        """Record a processed frame; may change the mode or the quality level. The frame
+        is marked ``idle`` while idle mode is on (the display's idle screen)."""
         now = self._clock()
         change = self.idle.observe(frame.capture_ns, frame.faces)
         if change is not None:
             self.telemetry.set_mode("idle" if self.idle.idle else "normal", change)
             if self._ladder is not None:
                 self._ladder.pause(now)
+        frame.idle = frame.idle or self.idle.idle
         if self._ladder is None or self.idle.idle or not self.settings.adaptive:
             return
         self._ladder.sample(now, process_ms)
