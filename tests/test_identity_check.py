@@ -10,12 +10,14 @@ and a blink (../shared/media, skipped when absent).
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from flask.testing import FlaskClient
 
 from appliance.config import Settings
 from appliance.modelstore import ModelStore
@@ -23,7 +25,8 @@ from appliance.pipeline.factory import build_analyzer
 from appliance.vision.identity_check import Assessment, IdentityChecker
 from tests.conftest import shared_media
 from tests.test_cli import assert_one_line_error, mirror
-from tests.test_web_support import two_faces
+from tests.test_web_identities import post
+from tests.test_web_support import Mirror, encode, photo, two_faces
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +276,49 @@ def test_cli_check_unreadable_input_is_one_error_line(tmp_path: Path) -> None:
     assert_one_line_error(mirror("identity", "check", text), "notes.jpg")
     assert_one_line_error(mirror("identity", "check", tmp_path / "gone.jpg"), "no such file")
     assert_one_line_error(mirror("identity", "check", tmp_path), "not a file")
+
+
+# ---- the admin page's upload ----------------------------------------------------------------
+
+
+def test_an_upload_shows_its_hints_and_previews_on_both_demo_faces(
+    client: FlaskClient, mirror: Mirror
+) -> None:
+    blurred = cv2.GaussianBlur(photo("grace_hopper"), (0, 0), 6)
+    data = {"name": "Soft", "photo": (io.BytesIO(encode(blurred)), "soft.jpg", "image/jpeg")}
+    response = post(client, "/identities", data)
+    assert response.status_code == 302
+    page = client.get(response.location).text
+    assert "Added Soft: usable; a better photo would look more natural (see below)." in page
+    added = page[page.index('id="added"') :]
+    assert '<p class="flash info hint" role="status">The face looks blurred' in added
+    assert "flash info hint" not in client.get(response.location).text  # shown once
+    assert mirror.library.names() == ["Soft"]
+
+    preview = client.get("/identities/Soft/preview.jpg")
+    shown = cv2.imdecode(np.frombuffer(preview.data, np.uint8), cv2.IMREAD_COLOR)
+    astronaut = cv2.resize(photo("astronaut"), (360, 360), interpolation=cv2.INTER_AREA)
+    grace = photo("grace_hopper")
+    grace = cv2.resize(grace, (round(512 * 360 / 600), 360), interpolation=cv2.INTER_AREA)
+    assert shown.shape == (360, 360 + 8 + grace.shape[1], 3)
+    for demo, part in ((astronaut, shown[:, :360]), (grace, shown[:, 368:])):
+        # each demo face is there, and swapped (its face changed, the rest kept)
+        change = np.abs(part.astype(int) - demo.astype(int)).mean(axis=2)
+        assert float(change.mean()) > 1.0
+        assert float(np.median(change)) < 6
+
+    good = {"name": "Grace", "photo": (io.BytesIO(encode(photo("grace_hopper"))), "g.jpg")}
+    page = client.get(post(client, "/identities", good).location).text
+    assert "Added Grace: a good photo; this is how it looks on the demo faces." in page
+    assert "flash info hint" not in page
+
+
+def test_an_upload_the_check_refuses_is_not_stored(client: FlaskClient, mirror: Mirror) -> None:
+    tiny = cv2.resize(photo("grace_hopper"), None, fx=0.17, fy=0.17, interpolation=cv2.INTER_AREA)
+    canvas = np.full((400, 400, 3), 128, np.uint8)
+    canvas[: tiny.shape[0], : tiny.shape[1]] = tiny
+    data = {"name": "Tiny", "photo": (io.BytesIO(encode(canvas)), "tiny.jpg", "image/jpeg")}
+    response = post(client, "/identities", data)
+    assert response.status_code == 400
+    assert "The face is too small" in response.text or "No face found" in response.text
+    assert mirror.library.names() == []

@@ -6,7 +6,8 @@ the Flask app under waitress, all with their files in a temporary data
 directory. Chromium, driven by Selenium through Debian's chromedriver at a
 phone's window size, logs in with the generated password, is made to change
 it, logs in again, changes settings, uploads an identity and makes it active,
-and watches the live preview. Screenshots go to ``test-output/browser/``.
+uploads a blurred photo and is shown the check's hint and the preview on both
+demo faces, and watches the live preview. Screenshots go to ``test-output/browser/``.
 
 Skips, saying why, where Chromium, chromedriver or Selenium is missing
 (``make test`` installs them when it can).
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import pytest
 
 from appliance.config import Settings, load_settings, save_settings
@@ -363,6 +365,35 @@ def _uploaded_identity_is_listed_and_made_active(
     assert _text(driver, '[data-key="identity"]') == IDENTITY
 
 
+def _upload_shows_the_checks_hints(
+    driver: WebDriver, served: Served, shots: Path, tmp_path: Path
+) -> None:
+    upload = tmp_path / "blurred.jpg"
+    blurred = cv2.GaussianBlur(cv2.imread(str(model_store().path("grace_hopper"))), (0, 0), 6)
+    cv2.imwrite(str(upload), blurred)
+    _open(driver, served.url + "identities")
+    _fill(_css(driver, "#name"), "Blurred")
+    _css(driver, "#photo").send_keys(str(upload))
+    _submit(driver, _css(driver, "main form[enctype] button[type=submit]"))
+    assert driver.current_url.endswith("#added"), _text(driver, "main")
+    assert "Added Blurred: usable" in _flash(driver)
+    hints = [el.text for el in driver.find_elements(By.CSS_SELECTOR, "#added .hint")]
+    assert len(hints) == 1 and hints[0].startswith("The face looks blurred"), hints
+    result = _css(driver, "#added img.result")
+    _wait(driver).until(lambda d: _image_loaded(d, result))
+    width, height = driver.execute_script(
+        "return [arguments[0].naturalWidth, arguments[0].naturalHeight]", result
+    )
+    assert width > 1.6 * height  # the astronaut and Grace Hopper side by side
+    assert driver.execute_script(  # the hint is in view beside the preview
+        "const r = arguments[0].getBoundingClientRect();"
+        "return r.top >= 0 && r.bottom <= innerHeight",
+        _css(driver, "#added .hint"),
+    )
+    _fits_the_phone(driver, "the identities page with hints")
+    _shot(driver, shots, "05b-identity-hints")
+
+
 def _live_preview_shows_new_frames(driver: WebDriver, served: Served, shots: Path) -> None:
     _open(driver, served.url + "preview")
     img = _css(driver, ".preview img")
@@ -389,6 +420,7 @@ def test_staff_manage_the_mirror_from_a_phone_browser(
         _dashboard_shows_the_running_mirror(browser, served, shots)
         _settings_change_is_saved_and_shown(browser, served, shots)
         _uploaded_identity_is_listed_and_made_active(browser, served, shots, tmp_path)
+        _upload_shows_the_checks_hints(browser, served, shots, tmp_path)
         _live_preview_shows_new_frames(browser, served, shots)
     # everything the UI wrote is in the temporary data directory
     web = served.base / "web"

@@ -133,7 +133,7 @@ def test_a_good_photo_is_stored_previewed_and_managed(client: FlaskClient, mirro
     response = upload(client, encode(photo("grace_hopper")), "grace.jpg", name="Grace H")
     assert response.status_code == 302
     page = client.get(response.location).text
-    assert "Added Grace H: this is how it looks on the demo face." in page
+    assert "Added Grace H: a good photo; this is how it looks on the demo faces." in page
     assert "/identities/Grace%20H/preview.jpg" in page
     assert mirror.library.names() == ["Grace H"]
     stored = mirror.library.root / "Grace H.jpg"
@@ -143,9 +143,10 @@ def test_a_good_photo_is_stored_previewed_and_managed(client: FlaskClient, mirro
     assert preview.status_code == 200 and preview.mimetype == "image/jpeg"
     swapped = cv2.imdecode(np.frombuffer(preview.data, np.uint8), cv2.IMREAD_COLOR)
     assert swapped is not None
-    demo = photo("astronaut")
-    assert swapped.shape == demo.shape
-    assert float(np.abs(swapped.astype(int) - demo.astype(int)).mean()) > 1.0  # face swapped
+    demo = photo("astronaut")  # the left one of the two demo faces, scaled to 360 px high
+    assert swapped.shape[0] == 360 and swapped.shape[1] > 2 * 300
+    shown = cv2.resize(demo, (360, 360), interpolation=cv2.INTER_AREA)
+    assert float(np.abs(swapped[:, :360].astype(int) - shown.astype(int)).mean()) > 1.0
     assert client.get("/identities/Grace H/photo.jpg").mimetype == "image/jpeg"
 
     duplicate = upload(client, encode(photo("grace_hopper")), name="grace h")

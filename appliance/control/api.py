@@ -81,8 +81,9 @@ class MirrorControl(Protocol):
 
     def add_identity(
         self, name: str, data: bytes, filename: str = "", content_type: str = ""
-    ) -> None:
-        """Check, enroll and store an uploaded photo, or raise ``UploadError``/``IdentityError``."""
+    ) -> list[str]:
+        """Check, enroll and store an uploaded photo, or raise ``UploadError``/``IdentityError``;
+        the hints on what would work better (``identity_check``)."""
         ...
 
     def rename_identity(self, old: str, new: str) -> None: ...

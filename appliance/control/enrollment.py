@@ -1,15 +1,22 @@
-"""Enrolling an uploaded photo (exactly one usable face) and previewing it on the demo face.
+"""Enrolling an uploaded photo (exactly one usable face) and previewing it on the demo faces.
 
 The enroller has its own analyzer and its own small processor (geometric
 swapper, the current label), so an upload never touches the live pipeline's
-models; a lock makes uploads take turns.
+models; a lock makes uploads take turns. ``check`` assesses an upload (see
+``identity_check``): what cannot work is refused, the rest gives hints for
+staff. The preview shows the identity on both embedded photos (the astronaut
+and Grace Hopper) side by side.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+
+import cv2
+import numpy as np
 
 from appliance.config import Settings
 from appliance.control.uploads import encode_jpeg
@@ -20,24 +27,32 @@ from appliance.pipeline.factory import build_analyzer
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity, enroll, read_image
+from appliance.vision.identity_check import NO_FACE, SEVERAL_FACES, Assessment, IdentityChecker
 from appliance.vision.label import Labeler
 from appliance.vision.swap_geometric import GeometricSwapper
 
 logger = logging.getLogger(__name__)
 
-DEMO_FACE_ASSET = "astronaut"
+DEMO_FACE_ASSETS = ("astronaut", "grace_hopper")
+PREVIEW_HEIGHT = 360  # each demo face in the preview, in pixels
+PREVIEW_GAP = 8
 PREVIEW_JPEG_QUALITY = 85
-NO_FACE = "no face found in the photo: use a clear, well-lit, frontal photo of one person"
-TWO_FACES = "more than one face ({count}) in the photo: use a photo of one person"
 
 
 class Enroller:
     """Turns a checked photo into an ``Identity`` and renders its preview."""
 
-    def __init__(self, analyzer: FaceAnalyzer, previewer: FrameProcessor, demo_face: Image) -> None:
+    def __init__(
+        self,
+        analyzer: FaceAnalyzer,
+        previewer: FrameProcessor,
+        demo_faces: Sequence[Image],
+        checker: IdentityChecker,
+    ) -> None:
         self.analyzer = analyzer
         self.previewer = previewer
-        self.demo_face = demo_face
+        self.demo_faces = tuple(demo_faces)
+        self.checker = checker
         self._lock = threading.Lock()
 
     @classmethod
@@ -50,7 +65,16 @@ class Enroller:
             None,
             max_faces=1,
         )
-        return cls(analyzer, previewer, read_image(store.path(DEMO_FACE_ASSET)))
+        demo_faces = [read_image(store.path(name)) for name in DEMO_FACE_ASSETS]
+        return cls(analyzer, previewer, demo_faces, IdentityChecker.for_analyzer(analyzer, store))
+
+    def check(self, image: Image) -> Assessment:
+        """The assessment of ``image``; ``UploadError`` with the reasons when it is refused."""
+        with self._lock:
+            assessment = self.checker.assess(image)
+        if assessment.refused:
+            raise UploadError("; ".join(assessment.reasons()))
+        return assessment
 
     def enroll(self, image: Image, name: str) -> Identity:
         """The identity in ``image``; ``UploadError`` unless it shows exactly one usable face."""
@@ -59,7 +83,7 @@ class Enroller:
             if count == 0:
                 raise UploadError(NO_FACE)
             if count > 1:
-                raise UploadError(TWO_FACES.format(count=count))
+                raise UploadError(SEVERAL_FACES.format(count=count))
             try:
                 return enroll(image, self.analyzer, name)
             except NoFaceError as exc:
@@ -69,15 +93,20 @@ class Enroller:
         return self.enroll(read_image(path), name)
 
     def preview_jpeg(self, identity: Identity) -> bytes:
-        """``identity`` swapped onto the demo face, labelled, as a JPEG."""
+        """``identity`` swapped onto each demo face, labelled, side by side, as a JPEG."""
+        shown = []
         with self._lock:
             self.previewer.identity = identity
-            self.previewer.reset()
-            frame = self.previewer.process(Frame(self.demo_face.copy(), 0, 0))
+            for face in self.demo_faces:
+                self.previewer.reset()
+                frame = self.previewer.process(Frame(face.copy(), 0, 0))
+                if not frame.swapped:
+                    logger.warning("preview of %s: a demo face was not swapped", identity.name)
+                shown.append(_to_height(frame.image, PREVIEW_HEIGHT))
             self.previewer.identity = None
-        if not frame.swapped:
-            logger.warning("preview of %s: the demo face was not swapped", identity.name)
-        return encode_jpeg(frame.image, PREVIEW_JPEG_QUALITY)
+        gap = np.full((PREVIEW_HEIGHT, PREVIEW_GAP, 3), 255, np.uint8)
+        parts = [part for image in shown for part in (gap, image)][1:]
+        return encode_jpeg(np.hstack(parts), PREVIEW_JPEG_QUALITY)
 
     def configure(self, settings: Settings) -> None:
         """Use ``settings``' label and swap look for the next previews."""
@@ -86,3 +115,10 @@ class Enroller:
             self.previewer.labeler = Labeler(settings.label, labeler.font_path)
             self.previewer.swapper.settings = settings.swap
             self.previewer.shaper.strength = settings.swap.shape_transfer
+
+
+def _to_height(image: Image, height: int) -> Image:
+    scale = height / image.shape[0]
+    width = max(1, round(image.shape[1] * scale))
+    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return np.asarray(cv2.resize(image, (width, height), interpolation=interp), np.uint8)

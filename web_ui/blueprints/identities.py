@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask.typing import ResponseReturnValue
 
 from appliance.control.identities import NAME_RULE
@@ -23,12 +33,17 @@ logger = logging.getLogger(__name__)
 bp = Blueprint("identities", __name__)
 
 NO_FILE = "Choose a photo to upload."
+HINTS_KEY = "identity_hints"  # the last upload's hints, shown once beside its preview
 
 
 def _page(
     errors: dict[str, str] | None = None, name: str = "", status: int = 200
 ) -> ResponseReturnValue:
     control = web_context().control
+    shown = session.pop(HINTS_KEY, None)
+    hints: list[str] = []
+    if isinstance(shown, dict) and shown.get("name") == request.args.get("added"):
+        hints = [str(h) for h in shown.get("hints", [])]
     page = render_template(
         "identities.html",
         names=control.identities.names(),
@@ -37,6 +52,7 @@ def _page(
         name=name,
         name_rule=NAME_RULE,
         max_mb=MAX_UPLOAD_BYTES // 2**20,
+        hints=hints,
     )
     return page, status
 
@@ -60,14 +76,18 @@ def upload() -> ResponseReturnValue:
         return _page({"photo": NO_FILE}, name, 400)
     data = photo.stream.read(MAX_UPLOAD_BYTES + 1)
     try:
-        web_context().control.add_identity(name, data, photo.filename, photo.mimetype or "")
+        hints = web_context().control.add_identity(name, data, photo.filename, photo.mimetype or "")
     except IdentityError as exc:
         return _page({"name": _sentence(exc)}, name, 400)
     except UploadError as exc:
         return _page({"photo": _sentence(exc)}, name, 400)
     except OutputError as exc:
         return _page({"general": _sentence(exc)}, name, 500)
-    flash(f"Added {name}: this is how it looks on the demo face.", "ok")
+    if hints:
+        session[HINTS_KEY] = {"name": name, "hints": [_sentence_text(h) for h in hints]}
+        flash(f"Added {name}: usable; a better photo would look more natural (see below).", "ok")
+    else:
+        flash(f"Added {name}: a good photo; this is how it looks on the demo faces.", "ok")
     return redirect(url_for("identities.index", added=name) + "#added")
 
 
@@ -123,5 +143,8 @@ def delete(name: str) -> ResponseReturnValue:
 
 
 def _sentence(exc: MirrorError) -> str:
-    text = str(exc)
+    return _sentence_text(str(exc))
+
+
+def _sentence_text(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
