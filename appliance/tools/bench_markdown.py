@@ -42,11 +42,14 @@ def _ms(value: float | None) -> str:
 
 def _cpu_model() -> str:
     try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware", "model\t")):
-                return line.split(":", 1)[1].strip()
+        lines = Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
     except OSError:
-        pass
+        lines = []
+    for key in ("model name", "hardware", "model"):  # x86, then Arm boards
+        for line in lines:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == key and value.strip():
+                return value.strip()
     return platform.processor() or platform.machine()
 
 
