@@ -82,6 +82,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--no-preview", action="store_true", help="do not serve the preview")
     parser.add_argument("--loop", action="store_true", help="loop a video file source")
     parser.add_argument(
+        "--as-camera",
+        action="store_true",
+        help="treat a video file (or the demo) as the live camera in front of the mirror: "
+        "liveness on, as for a visitor",
+    )
+    parser.add_argument(
         "--status-every",
         type=float,
         default=10.0,
@@ -182,6 +188,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
     session = MirrorSession(settings, store, choice, source, options)
     if not session.live:
         print("mirror: liveness off: the source is not a live camera", file=sys.stderr)
+    elif args.as_camera:
+        print(f"mirror: liveness on: {args.source} plays the camera (--as-camera)", file=sys.stderr)
     stop, reload = threading.Event(), threading.Event()
     with _handle_signals(stop, reload):
         try:

@@ -1,8 +1,11 @@
 """The liveness gate: a followed face is swapped only once it has shown it is alive.
 
 Per track: UNVERIFIED until the evidence the mode asks for is seen, then
-LIVE for as long as the track is followed; when the tracker loses the face
-its state is forgotten, and a face that comes back starts UNVERIFIED again.
+LIVE while the track still follows that live face (``liveness_watch``: no
+jump onto another face, no flat sheet, eyes not perfectly still); a track
+that stops looking live is UNVERIFIED again and needs new evidence. When the
+tracker loses the face its state is forgotten, and a face that comes back
+starts UNVERIFIED again.
 
 Evidence (``liveness_evidence``) is what a flat picture cannot give:
 
@@ -28,6 +31,7 @@ from appliance.compat import StrEnum
 from appliance.config import LivenessMode
 from appliance.errors import ConfigError
 from appliance.vision.liveness_evidence import BlinkDetector, TurnDetector
+from appliance.vision.liveness_watch import LiveWatch
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
@@ -67,6 +71,8 @@ class _Face:
     first_ns: int = 0
     live: bool = False
     evidence: list[str] = field(default_factory=list)
+    watch: LiveWatch | None = None  # while LIVE
+    revoked: int = 0  # times LIVE was taken back
 
 
 class LivenessGate:
@@ -94,7 +100,9 @@ class LivenessGate:
             if face is None:
                 face = self._faces[track_id] = self._new_face(frame_size, timestamp_ns)
             if not face.live:
-                self._observe(track_id, face, points, timestamp_ns)
+                self._observe(track_id, face, points, frame_size, timestamp_ns)
+            elif face.watch is not None:
+                self._watch(track_id, face, points, frame_size, timestamp_ns)
 
     def is_live(self, track_id: int) -> bool:
         if not self.enabled:
@@ -120,7 +128,31 @@ class LivenessGate:
         turn = TurnDetector(frame_size) if self.mode in ("turn", "either", "both") else None
         return _Face(blink, turn, first_ns=timestamp_ns)
 
-    def _observe(self, track_id: int, face: _Face, points: FloatArray, stamp_ns: int) -> None:
+    def _watch(
+        self,
+        track_id: int,
+        face: _Face,
+        points: FloatArray,
+        frame_size: tuple[int, int],
+        stamp_ns: int,
+    ) -> None:
+        assert face.watch is not None
+        reason = face.watch.update(points, stamp_ns)
+        if reason is None:
+            return
+        logger.info("track %d no longer live: %s", track_id, reason)
+        fresh = self._new_face(frame_size, stamp_ns)
+        fresh.revoked = face.revoked + 1
+        self._faces[track_id] = fresh
+
+    def _observe(
+        self,
+        track_id: int,
+        face: _Face,
+        points: FloatArray,
+        frame_size: tuple[int, int],
+        stamp_ns: int,
+    ) -> None:
         if face.blink is not None and face.blink.update(points, stamp_ns) and not face.blinked:
             face.blinked = True
             face.evidence.append("blink")
@@ -132,6 +164,8 @@ class LivenessGate:
         else:
             face.live = face.blinked or face.turned
         if face.live:
+            face.watch = LiveWatch(frame_size)
+            face.watch.update(points, stamp_ns)
             waited_s = (stamp_ns - face.first_ns) / 1e9
             logger.info(
                 "track %d live (%s) after %.1f s", track_id, " + ".join(face.evidence), waited_s
