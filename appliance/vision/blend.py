@@ -43,6 +43,14 @@ class ColourMemory:
     def __init__(self, rate: float = 0.3) -> None:
         self.rate = rate
         self.matrix: npt.NDArray[np.float32] | None = None
+        self.detail: float | None = None  # the face's sharpening gain (appliance.vision.detail)
+
+    def ease_detail(self, gain: float) -> float:
+        """The sharpening gain, eased like the colour transform."""
+        self.detail = (
+            gain if self.detail is None else self.detail + self.rate * (gain - self.detail)
+        )
+        return self.detail
 
     def ease(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         if self.matrix is None:

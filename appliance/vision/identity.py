@@ -12,10 +12,12 @@ import numpy.typing as npt
 
 from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
+from appliance.vision.gaze import iris_points
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
 from appliance.vision.occlusion import occluders
 from appliance.vision.pixel_limit import READABLE, check_image_file
+from appliance.vision.symmetry import Completed, complete
 from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
 
@@ -39,6 +41,17 @@ class Identity:
     # texture plus alpha: 0 where something covers the identity's face in the photo
     # (a fringe of hair, a hand), so the swap never pastes it onto the visitor
     texture_bgra: npt.NDArray[np.uint8] | None = None
+    # the frontal, mirror-completed texture (``texture_bgra`` is then that texture):
+    # ``completed.uv`` are the mesh's coordinates in it
+    completed: Completed | None = None
+
+    @property
+    def texture_points(self) -> FloatArray:
+        """The mesh (478, 2) in the pixels of the texture the swap samples."""
+        if self.completed is not None:
+            return self.completed.uv
+        out: FloatArray = self.points[:, :2]
+        return out
 
 
 def read_image(path: Path) -> npt.NDArray[np.uint8]:
@@ -79,14 +92,18 @@ def enroll(
         )
     texture, points = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
+    subset = np.union1d(swap_mesh(points), iris_points(points)).astype(np.int32)
+    triangles = delaunay(points, subset)
+    completed = complete(_with_alpha(texture, points), points, triangles, MAX_TEXTURE_SIDE)
     return Identity(
         name=name,
         texture=texture,
         points=points,
-        triangles=delaunay(points, swap_mesh(points)),
+        triangles=triangles,
         shape=close_mouth(points),
         mouth_open=mouth_gap(points) >= CLOSED_GAP,
-        texture_bgra=_with_alpha(texture, points),
+        texture_bgra=completed.texture_bgra,
+        completed=completed,
     )
 
 

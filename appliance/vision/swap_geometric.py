@@ -32,7 +32,9 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
+from appliance.vision.detail import sharpen, sharpen_gain
 from appliance.vision.eye_handover import own_eyes_now
+from appliance.vision.gaze import follow_gaze
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
@@ -43,6 +45,7 @@ from appliance.vision.mesh import (
     RIGHT_EYE,
 )
 from appliance.vision.occlusion import occluders
+from appliance.vision.relight import relight
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -88,6 +91,8 @@ class GeometricSwapper:
         """
         timings = {} if timings_ms is None else timings_ms
         t0 = time.perf_counter()
+        if target is not None:  # the identity's proportions, the visitor's gaze
+            target = follow_gaze(target, face.points)
         points = face.points if target is None else target
         box = _face_box(points, frame.shape)
         if box is None:
@@ -107,9 +112,14 @@ class GeometricSwapper:
         mask = self._mask(local, covered, size, identity, own_eyes)
         if in_front is not None:
             mask[in_front > 0] = 0
+        face_px = float(np.ptp(local[_OVAL, 1]))
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask, colour)
-        face_px = float(np.ptp(local[_OVAL, 1]))
+            t1 = add_stage_ms(timings, "colour", t1)
+            warped = relight(warped, roi, mask, face_px)
+            t1 = add_stage_ms(timings, "relight", t1)
+        warped = self._detail(warped, roi, mask, colour)
+        t1 = add_stage_ms(timings, "detail", t1)
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
         if strength < 1.0:
             alpha = (alpha.astype(np.float32) * max(0.0, strength)).astype(np.uint8)
@@ -119,6 +129,16 @@ class GeometricSwapper:
             alpha_blend(roi, warped, alpha)
         add_stage_ms(timings, "blend", t1)
         return bool(alpha.any())
+
+    @staticmethod
+    def _detail(warped: Image, roi: Image, mask: Image, memory: ColourMemory | None) -> Image:
+        """``warped`` sharpened to the frame's own detail (the gain eased per face)."""
+        gain = sharpen_gain(warped, roi, mask)
+        if gain is None:
+            return warped
+        if memory is not None:
+            gain = memory.ease_detail(gain)
+        return sharpen(warped, gain)
 
     def _mask(
         self,
@@ -178,7 +198,7 @@ def _rasterise(
     """Triangle id + 1 per pixel (0 = none); near triangles drawn last, folded ones skipped."""
     tris = identity.triangles
     dst_t = dst[tris]
-    src = identity.points[:, :2][tris]
+    src = identity.texture_points[tris]
     dst_area = cross2(dst_t[:, 1] - dst_t[:, 0], dst_t[:, 2] - dst_t[:, 0])
     src_area = cross2(src[:, 1] - src[:, 0], src[:, 2] - src[:, 0])
     visible = (np.sign(dst_area) == np.sign(src_area)) & (np.abs(dst_area) > 0.05)
@@ -229,7 +249,7 @@ def _warp_face(
     dst = ((local[:, :2] + 0.5) / step - 0.5).astype(np.float32)
     grid = (-(-w // step), -(-h // step))
     ids = _rasterise(dst, local[:, 2], identity, grid)
-    sources = [identity.points[:, :2]] + ([visitor] if visitor is not None else [])
+    sources = [identity.texture_points] + ([visitor] if visitor is not None else [])
     maps = _maps(sources, dst, identity.triangles, ids)
     if visitor is not None:  # outside the mesh the visitor's image stays where it is
         outside = ids == 0

@@ -1,0 +1,64 @@
+"""Light follows the visitor: the identity's own shading out, the visitor's in.
+
+Per face, on a small copy: the low-frequency luminance of the warped identity
+and of the visitor's face (each blurred inside the face mask only, so the
+background and hair do not leak in); the warped face is multiplied by their
+ratio. A side-lit photo's dark cheek disappears and the visitor's own light
+(a lamp on one side, a shadow under the brow) falls on the swapped face.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+Image = npt.NDArray[np.uint8]
+SIGMA = 0.1  # blur, as a share of the face height: shading, not features
+GAIN_RANGE = (0.5, 2.0)
+SMALL_SIDE = 48  # the luminances are blurred at about this many pixels across
+_Y = np.array([0.114, 0.587, 0.299], np.float32)  # BGR luminance weights
+
+
+def _low(
+    image: Image, weight: npt.NDArray[np.float32], size: tuple[int, int], sigma: float
+) -> npt.NDArray[np.float32]:
+    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA).astype(np.float32)
+    luma = small @ _Y
+    blurred = cv2.GaussianBlur(luma * weight, (0, 0), sigma)
+    return np.asarray(blurred, np.float32)
+
+
+def shading_gain(
+    warped: Image, visitor: Image, mask: Image, face_px: float
+) -> npt.NDArray[np.float32] | None:
+    """The per-pixel gain (full size) that gives ``warped`` the visitor's shading."""
+    h, w = mask.shape
+    factor = max(1.0, max(h, w) / SMALL_SIDE)
+    size = (max(4, round(w / factor)), max(4, round(h / factor)))
+    sigma = max(1.0, SIGMA * face_px / factor)
+    inside = (cv2.resize(mask, size, interpolation=cv2.INTER_AREA) > 127).astype(np.float32)
+    if inside.sum() < 16:
+        return None
+    norm = np.asarray(cv2.GaussianBlur(inside, (0, 0), sigma), np.float32) + 1e-3
+    target = _low(visitor, inside, size, sigma) / norm
+    source = _low(warped, inside, size, sigma) / norm
+    gain = np.clip(target / np.maximum(source, 1.0), *GAIN_RANGE).astype(np.float32)
+    gain = np.where(norm > 0.05, gain, 1.0).astype(np.float32)
+    full = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
+    return np.asarray(full, np.float32)
+
+
+def relight(warped: Image, visitor: Image, mask: Image, face_px: float) -> Image:
+    """``warped`` lit like the visitor's face under ``mask`` (a new image)."""
+    gain = shading_gain(warped, visitor, mask, face_px)
+    if gain is None:
+        return warped
+    out: Image = np.asarray(
+        cv2.multiply(warped, cv2.merge([gain, gain, gain]), dtype=cv2.CV_8U), np.uint8
+    )
+    return out
