@@ -45,6 +45,10 @@ _TABLE = (
     ("stab", 5, ".2f"),
     ("seam", 5, ".2f"),
     ("seam_o", 6, ".2f"),
+    ("stretch", 7, ".2f"),
+    ("gaze", 5, ".1f"),
+    ("shade", 5, ".3f"),
+    ("detail", 6, ".2f"),
     ("faces", 7, None),
 )
 
@@ -151,6 +155,10 @@ def _row(report: EvalReport) -> list[object]:
         report.stability,
         report.seam,
         report.seam_original,
+        report.stretch,
+        report.gaze_error,
+        report.shading,
+        report.detail_ratio,
         f"{report.frames_with_face}/{report.frames}",
     ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from appliance.eval import artefacts
 from appliance.eval.report import EvalReport, FrameRecord
 from appliance.media.frames import Image
 
@@ -22,8 +23,8 @@ logger = logging.getLogger(__name__)
 SAMPLES = 6
 COLUMNS = 2  # pairs per row
 THUMB_HEIGHT = 240
-CAPTION_HEIGHT = 44
-HEADER_HEIGHT = 132
+CAPTION_HEIGHT = 64
+HEADER_HEIGHT = 152
 GAP = 8
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 TEXT_SCALE = 0.5
@@ -81,6 +82,17 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+_ARTEFACTS = ("stretch", "gaze_error", "shading", "detail_ratio")
+_SHORT = {"stretch": "stretch", "gaze_error": "gaze", "shading": "shade", "detail_ratio": "detail"}
+
+
+def _artefact(record: EvalReport | FrameRecord, name: str) -> str:
+    """``name value`` and, when outside its threshold, ``(!)``."""
+    value = getattr(record, name)
+    flag = "" if artefacts.within(name, value) is not False else "(!)"
+    return f"{_SHORT[name]} {_fmt(value, 2)}{flag}"
+
+
 def summary_lines(report: EvalReport) -> list[str]:
     """The clip's figures as short lines of ASCII text."""
     return [
@@ -89,6 +101,7 @@ def summary_lines(report: EvalReport) -> list[str]:
         f"{report.recogniser_pairs} frames)",
         f"expression r {_fmt(report.expression_mean)}  stability {_fmt(report.stability)}  "
         f"seam {_fmt(report.seam)} (original {_fmt(report.seam_original)})",
+        "artefacts  " + "  ".join(_artefact(report, name) for name in _ARTEFACTS),
         f"frames {report.frames}  with face {report.frames_with_face}  "
         f"swapped {report.frames_swapped}  recogniser misses orig/swap "
         f"{report.recogniser_missing_original}/{report.recogniser_missing_swapped}",
@@ -102,7 +115,8 @@ def _caption(record: FrameRecord | None, index: int) -> list[str]:
     jaw = "n/a"
     if record.blend_original and record.blend_swapped:
         jaw = f"{record.blend_original['jawOpen']:.2f}/{record.blend_swapped['jawOpen']:.2f}"
-    return [first, f"jawOpen orig/swap {jaw}  seam {_fmt(record.seam, 2)}"]
+    third = "  ".join(_artefact(record, name) for name in _ARTEFACTS)
+    return [first, f"jawOpen orig/swap {jaw}  seam {_fmt(record.seam, 2)}", third]
 
 
 def _pair(sample: Sample, record: FrameRecord | None) -> Image:

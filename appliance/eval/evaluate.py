@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from appliance.config import Settings
-from appliance.eval import metrics
+from appliance.eval import artefacts, metrics
 from appliance.eval.clips import Clip
 from appliance.eval.contact_sheet import SampleKeeper
 from appliance.eval.recogniser import Descriptor, FaceRecogniser
@@ -32,7 +32,7 @@ from appliance.pipeline.factory import build_analyzer, build_processor, resolve_
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blendshapes import BlendshapeModel
-from appliance.vision.identity import read_image
+from appliance.vision.identity import Identity, read_image
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.roi import roi_from_landmarks
 from appliance.vision.types import FaceLandmarks
@@ -79,9 +79,16 @@ class _Previous:
 class _ClipMeter:
     """Measures one frame at a time; keeps the previous frame for the stability figure."""
 
-    def __init__(self, models: Models, identity: Descriptor | None, every: int) -> None:
+    def __init__(
+        self,
+        models: Models,
+        identity: Descriptor | None,
+        every: int,
+        enrolled: Identity | None = None,
+    ) -> None:
         self.models = models
         self.identity = identity
+        self.enrolled = enrolled
         self.every = every
         self.keeper = SampleKeeper()
         self.previous: _Previous | None = None
@@ -98,6 +105,7 @@ class _ClipMeter:
         self._blendshapes(record, original, swapped, face)
         self._stability(record, original, swapped, mask)
         self._seams(record, original, swapped, face)
+        self._artefacts(record, original, swapped, face, mask)
         if index % self.every == 0:
             self._identity(record, original, swapped, face)
             self.keeper.offer(index, original, swapped)
@@ -108,13 +116,31 @@ class _ClipMeter:
     ) -> None:
         roi = roi_from_landmarks(face.points)
         scores = []
+        points = []
         for image in (original, swapped):
             found = self.models.analyzer.landmarks.run(image, roi)
             if found.presence < PRESENCE_THRESHOLD:
                 return
             all_scores = self.models.blendshapes.run(found.points)
             scores.append({name: all_scores[name] for name in EXPRESSION_BLENDSHAPES})
+            points.append(found.points)
         record.blend_original, record.blend_swapped = scores
+        record.gaze_error = artefacts.gaze_error(points[0], points[1])
+
+    def _artefacts(
+        self, record: FrameRecord, original: Image, swapped: Image, face: FaceLandmarks, mask: Image
+    ) -> None:
+        if self.enrolled is not None:
+            record.stretch = artefacts.texture_stretch(self.enrolled, face.points)
+        x0, y0, x1, y1 = crop_box(face.points, 0, original.shape)
+        local = mask[y0:y1, x0:x1]
+        face_px = float(y1 - y0)
+        record.shading = artefacts.shading_mismatch(
+            original[y0:y1, x0:x1], swapped[y0:y1, x0:x1], local, face_px
+        )
+        record.detail_ratio = artefacts.detail_ratio(
+            original[y0:y1, x0:x1], swapped[y0:y1, x0:x1], local
+        )
 
     def _stability(self, record: FrameRecord, original: Image, swapped: Image, mask: Image) -> None:
         prev = self.previous
@@ -185,7 +211,7 @@ def evaluate(
     reference = models.recogniser.descriptor(photo)
     if reference is None:
         logger.warning("%s: the recogniser finds no face in the identity photo", photo_path)
-    meter = _ClipMeter(models, reference, every)
+    meter = _ClipMeter(models, reference, every, processor.identity)
     records: list[FrameRecord] = []
     for index, image in enumerate(clip.images()):
         if index >= max_frames:

@@ -21,7 +21,18 @@ EXPRESSION_BLENDSHAPES = (
     "mouthSmileLeft",
     "mouthSmileRight",
 )
-FIGURES = ("d_src", "d_orig", "moved", "expression_mean", "stability", "seam")
+FIGURES = (
+    "d_src",
+    "d_orig",
+    "moved",
+    "expression_mean",
+    "stability",
+    "seam",
+    "stretch",
+    "gaze_error",
+    "shading",
+    "detail_ratio",
+)
 _DECIMALS = 5
 
 
@@ -43,6 +54,10 @@ class FrameRecord:
     change_swapped: float | None = None
     seam: float | None = None
     seam_original: float | None = None
+    stretch: float | None = None  # texture stretch (appliance.eval.artefacts)
+    gaze_error: float | None = None  # degrees
+    shading: float | None = None  # shading mismatch
+    detail_ratio: float | None = None  # swapped over original fine detail
 
 
 @dataclass
@@ -71,6 +86,10 @@ class EvalReport:
     stability: float | None
     seam: float | None
     seam_original: float | None
+    stretch: float | None = None  # clip means of the artefact figures
+    gaze_error: float | None = None
+    shading: float | None = None
+    detail_ratio: float | None = None
     elapsed_s: float = 0.0
     per_frame: list[FrameRecord] = field(default_factory=list)
 
@@ -139,8 +158,17 @@ def summarise(
         seam_original=metrics.mean_or_none(
             [r.seam_original for r in records if r.seam_original is not None]
         ),
+        stretch=_mean(records, "stretch"),
+        gaze_error=_mean(records, "gaze_error"),
+        shading=_mean(records, "shading"),
+        detail_ratio=_mean(records, "detail_ratio"),
         per_frame=records,
     )
+
+
+def _mean(records: list[FrameRecord], name: str) -> float | None:
+    values = [v for r in records if (v := getattr(r, name)) is not None]
+    return metrics.mean_or_none(values)
 
 
 def _expression(
