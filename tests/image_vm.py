@@ -51,8 +51,15 @@ class Vm:
         self.kernel = work / f"{name}-vmlinuz"
         self.initrd = work / f"{name}-initrd.img"
         fat = f"{image}@@{boot['start'] * 512}"
-        for inside, out in (("::vmlinuz", self.kernel), ("::initrd.img", self.initrd)):
-            subprocess.run(["mcopy", "-o", "-i", fat, inside, str(out)], check=True)
+        config = subprocess.run(
+            ["mtype", "-i", fat, "::config.txt"], capture_output=True, text=True, check=True
+        ).stdout
+        # the files the Pi's firmware would load: config.txt's kernel= and initramfs lines
+        kernel = re.search(r"^kernel=(\S+)", config, re.MULTILINE)
+        initrd = re.search(r"^initramfs (\S+)", config, re.MULTILINE)
+        assert kernel and initrd, config
+        for inside, out in ((kernel.group(1), self.kernel), (initrd.group(1), self.initrd)):
+            subprocess.run(["mcopy", "-o", "-i", fat, f"::{inside}", str(out)], check=True)
 
     def start(self) -> None:
         self.serial.write_bytes(b"")

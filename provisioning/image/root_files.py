@@ -102,6 +102,9 @@ def add_image_files(root: Path, venv: PurePosixPath = DEFAULT_VENV) -> None:
     _write(root, "/etc/fstab", FSTAB)
     _write(root, WIRED, WIRED_TEXT)
     _write(root, "/etc/hostname", "mirror\n")
+    # raspi-firmware rewrites cmdline.txt at each kernel update from these words: the
+    # console's cursor stays off the mirror's framebuffer after an update too
+    _write(root, "/etc/default/raspi-extra-cmdline", "vt.global_cursor_default=0\n")
     for wants, unit in ENABLED:
         where = "/etc/systemd/system" if unit.startswith("mirror-") else "/lib/systemd/system"
         _link(root, f"/etc/systemd/system/{wants}/{unit}", f"{where}/{unit}")
@@ -126,6 +129,7 @@ def make_anonymous(root: Path) -> None:
             else:
                 found.unlink()
     _write(root, "/etc/machine-id", "uninitialized\n", 0o444)
+    (root / "var/log/journal").mkdir(parents=True, exist_ok=True)  # a persistent journal
 
 
 def secrets_in(root: Path, layout: Layout | None = None) -> list[str]:
