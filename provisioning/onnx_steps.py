@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from appliance.backend_names import TENSORRT, TENSORRT_PROVIDER
 from appliance.device.profile import HardwareProfile
 from appliance.errors import MirrorError
 from appliance.inference.runtime_models import confirm_model
@@ -48,7 +49,7 @@ def convert(store: ModelStore, names: tuple[str, ...]) -> None:
 
 
 def needs_engines(profile: HardwareProfile) -> bool:
-    return bool(profile.backends) and profile.backends[0] == "tensorrt"
+    return bool(profile.backends) and profile.backends[0] == TENSORRT
 
 
 def tensorrt_here() -> bool:
@@ -65,7 +66,7 @@ def build_engines(store: ModelStore, names: tuple[str, ...], data_dir: Path) -> 
     """Load each ONNX variant with the TensorRT provider: that builds and caches its engine."""
     from appliance.inference.onnx_backend import OnnxBackend
 
-    backend = OnnxBackend(("tensorrt",), cache_dir=data_dir / TRT_CACHE)
+    backend = OnnxBackend((TENSORRT_PROVIDER,), cache_dir=data_dir / TRT_CACHE)
     variants = OnnxVariants(store)
     for name in names:
         logger.info("building the TensorRT engine of %s", name)

@@ -22,6 +22,7 @@ from appliance.config import Settings, updated
 from appliance.errors import BackendFallbackWarning, ModelHashError
 from appliance.inference.base import Model, TensorSpec
 from appliance.inference.fallbacks import clear_fallbacks, fallbacks
+from appliance.inference.onnx_backend import OnnxBackend
 from appliance.modelstore import ModelStore, ProvidedEntry, load_manifest
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import ProvidedFile
@@ -41,7 +42,6 @@ from appliance.vision.neural.align import (
 from appliance.vision.neural.emap import emap_path, load_emap
 from appliance.vision.neural.embedder import ArcFaceEmbedder
 from appliance.vision.neural.generator import Generator
-from appliance.vision.neural.onnx_runner import OnnxCpuBackend
 from appliance.vision.neural.source import SourceEncoder
 from appliance.vision.neural.specs import SPECS
 from appliance.vision.neural.swapper import NeuralSwapper
@@ -50,7 +50,7 @@ from appliance.vision.types import FaceLandmarks
 
 Image = npt.NDArray[np.uint8]
 OPSET = 17
-CPU = OnnxCpuBackend(threads=1)
+CPU = OnnxBackend(("cpu",))
 
 
 # --- tiny models -------------------------------------------------------------
@@ -500,7 +500,7 @@ def test_declared_fp32_variant_takes_over_from_a_nan_model(
     frame = astronaut.copy()
     with pytest.warns(BackendFallbackWarning, match="NaN"):
         assert swapper.swap(frame, visitor, identity)
-    assert swapper.active == "inswapper_128 fp32 variant on onnxruntime-cpu"
+    assert swapper.active == "inswapper_128 fp32 variant on onnx-cpu"
     assert_only_face_changed(astronaut, frame, visitor)
 
 

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-BackendName = Literal["tensorrt", "cuda", "edgetpu", "litert-cpu", "onnx-cpu"]
+from appliance.backend_names import BackendName
+
 Arch = Literal["x86_64", "aarch64", "armv7l"]
 Connector = Literal["hdmi", "dsi", "dp", "any", "headless"]
 CameraKind = Literal["v4l2", "picamera2", "gstreamer-csi"]

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from appliance.backend_names import EDGETPU
 from appliance.inference.base import Backend, Model, SpecModel, TensorSpec
 from appliance.inference.edgetpu_probe import PROBE_TIMEOUT_S, first_invoke_fails
 from appliance.inference.fallbacks import record_fallback
@@ -94,7 +95,7 @@ def _dequantize(value: npt.NDArray[Any], detail: dict[str, Any]) -> npt.NDArray[
 class EdgeTpuModel(SpecModel):
     """An interpreter running on the TPU: float feeds are quantised in, outputs dequantised."""
 
-    backend_name = "edgetpu"
+    backend_name: str = EDGETPU
 
     def __init__(self, path: Path, interpreter: Any) -> None:
         self.path = path
@@ -126,7 +127,7 @@ class EdgeTpuModel(SpecModel):
 class EdgeTpuBackend:
     """Runs ``<model>_edgetpu.tflite`` on the TPU, or the CPU model with the reason recorded."""
 
-    name = "edgetpu"
+    name: str = EDGETPU
     model_suffix = ".tflite"
 
     def __init__(

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from appliance.backend_names import LITERT_CPU
 from appliance.errors import BackendError
 from appliance.inference.base import SpecModel, TensorSpec
 
@@ -28,7 +29,7 @@ def _spec(detail: dict[str, Any]) -> TensorSpec:
 class LiteRTModel(SpecModel):
     """One interpreter; ``run`` is serialised because interpreters are not re-entrant."""
 
-    backend_name = "litert-cpu"
+    backend_name: str = LITERT_CPU
 
     def __init__(self, path: Path, num_threads: int = 1) -> None:
         try:
@@ -64,7 +65,7 @@ class LiteRTModel(SpecModel):
 
 
 class LiteRTBackend:
-    name = "litert-cpu"
+    name: str = LITERT_CPU
 
     def __init__(self, num_threads: int = 1) -> None:
         self.num_threads = num_threads

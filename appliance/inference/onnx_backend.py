@@ -1,5 +1,9 @@
 """onnxruntime backend: TensorRT (fp16, cached engines), then CUDA, then CPU, verified.
 
+The one onnxruntime runner: the detector and landmark variants on the
+``tensorrt``, ``cuda`` and ``onnx-cpu`` backends, and the neural swappers'
+networks (on the chosen onnxruntime backend or, by default, the CPU).
+
 onnxruntime drops an execution provider it cannot start without raising: the
 session simply runs on the next one. So the providers are checked twice: a
 provider missing from this onnxruntime build is not asked for at all, and after
@@ -21,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from appliance.backend_names import PROVIDER_CHAINS, PROVIDERS, TENSORRT, ProviderName
 from appliance.errors import BackendError, ConfigError
 from appliance.inference.base import SpecModel, TensorSpec
 from appliance.inference.fallbacks import record_fallback
@@ -29,11 +34,6 @@ from appliance.paths import data_dir
 
 logger = logging.getLogger(__name__)
 
-PROVIDERS = {
-    "tensorrt": "TensorrtExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "cpu": "CPUExecutionProvider",
-}
 _ONNX_DTYPES = {
     "tensor(float)": "float32",
     "tensor(float16)": "float16",
@@ -80,9 +80,20 @@ def trt_cache_dir(model_sha256: str, base: Path | None = None, version: str | No
     return root / f"{model_sha256[:16]}-trt{version or tensorrt_version()}"
 
 
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def _spec(arg: Any) -> TensorSpec:
-    shape = tuple(d if isinstance(d, int) else -1 for d in arg.shape)
+    shape = tuple(d if isinstance(d, int) else -1 for d in (arg.shape or ()))
     return TensorSpec(name=str(arg.name), shape=shape, dtype=_ONNX_DTYPES.get(arg.type, arg.type))
+
+
+def _as_float32(value: Any) -> npt.NDArray[np.float32]:
+    """An output as an array, half floats widened (an fp16 network's output) and others as is."""
+    out = np.asarray(value)
+    return out.astype(np.float32) if out.dtype == np.float16 else out
 
 
 class OnnxModel(SpecModel):
@@ -106,7 +117,13 @@ class OnnxModel(SpecModel):
             spec.name: np.ascontiguousarray(value, dtype=np.float32)
             for spec, value in zip(self._inputs, feeds, strict=True)
         }
-        return [np.asarray(o) for o in self._session.run(None, named)]
+        try:
+            result = self._session.run(None, named)
+        except Exception as exc:  # onnxruntime raises its own, untyped exceptions
+            raise BackendError(
+                f"{self.path.name}: onnxruntime run failed: {_first_line(exc)}"
+            ) from exc
+        return [_as_float32(o) for o in result]
 
     def close(self) -> None:
         self._session = None
@@ -117,17 +134,20 @@ class OnnxBackend:
 
     ``cache_dir`` is the root of the TensorRT caches (``<data dir>/trt-cache`` by
     default); ``available`` lists the providers of the build (injectable for tests).
-    One intra-op thread by default, like ``LiteRTBackend``: stages run in parallel.
+    One intra-op thread by default, like ``LiteRTBackend``: stages run in parallel;
+    ``num_threads=None`` leaves it to onnxruntime (every core: the neural swapper's
+    network). ``quiet`` keeps onnxruntime's own log to errors.
     """
 
     model_suffix = ".onnx"
 
     def __init__(
         self,
-        providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
+        providers: Sequence[ProviderName] = PROVIDER_CHAINS[TENSORRT],
         cache_dir: Path | None = None,
-        num_threads: int = 1,
+        num_threads: int | None = 1,
         available: AvailableProviders | None = None,
+        quiet: bool = False,
     ) -> None:
         unknown = [p for p in providers if p not in PROVIDERS]
         if unknown or not providers:
@@ -139,7 +159,17 @@ class OnnxBackend:
         self.name = f"onnx-{self.providers[0]}"
         self.cache_dir = cache_dir
         self.num_threads = num_threads
+        self.quiet = quiet
         self._available = available or available_providers
+
+    @classmethod
+    def for_backend(cls, name: str, **options: Any) -> OnnxBackend:
+        """The runner an onnxruntime backend (``tensorrt``, ``cuda``, ``onnx-cpu``) stands for."""
+        if name not in PROVIDER_CHAINS:
+            raise ConfigError(
+                f"{name!r} is not an onnxruntime backend ({', '.join(PROVIDER_CHAINS)})"
+            )
+        return cls(PROVIDER_CHAINS[name], **options)
 
     def load(self, path: Path) -> OnnxModel:
         asked = [PROVIDERS[p] for p in self.providers]
@@ -156,7 +186,10 @@ class OnnxBackend:
     def _session(self, path: Path, providers: list[str]) -> Any:
         ort = _ort()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.num_threads
+        if self.num_threads:
+            options.intra_op_num_threads = self.num_threads
+        if self.quiet:
+            options.log_severity_level = 3
         with_options = [(p, self._provider_options(p, path)) for p in providers]
         try:
             return ort.InferenceSession(str(path), sess_options=options, providers=with_options)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from appliance.backend_names import ONNX_BACKENDS
 from appliance.config import Settings
 from appliance.device.catalog import load_profiles
 from appliance.device.facts import HardwareFacts
@@ -32,7 +33,6 @@ from appliance.inference.fallbacks import Fallback
 from appliance.inference.litert import LiteRTBackend
 from appliance.inference.routed_backend import RoutedBackend
 from appliance.inference.runtime_models import (
-    ONNX_BACKENDS,
     Resolver,
     RoleChoice,
     confirm_model,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from appliance.backend_names import EDGETPU, LITERT_CPU, ONNX_BACKENDS, ONNX_CPU
 from appliance.errors import ConfigError, ModelError
 from appliance.inference.base import Backend, Model
 from appliance.inference.edgetpu import edgetpu_variant
@@ -35,15 +36,13 @@ from appliance.modelstore.onnx_variants import OnnxVariants, Precision
 
 logger = logging.getLogger(__name__)
 
-LITERT = "litert-cpu"
-EDGETPU = "edgetpu"
-ONNX_BACKENDS = frozenset({"tensorrt", "cuda", "onnx-cpu"})
+LITERT = LITERT_CPU
 V2_LANDMARKER = "face_landmarks"
 # The suffix a variant adds to its manifest name, and what it is.
 FORMS: dict[str, tuple[str, Precision]] = {
     ".onnx": ("onnx", "fp32"),
     ".int8.onnx": ("onnx", "int8"),
-    "_edgetpu": ("edgetpu", "fp32"),
+    "_edgetpu": (EDGETPU, "fp32"),
 }
 _PROVIDED_STATE = {"missing": "not provided", "bad-hash": "bad hash", "unpinned": "unpinned"}
 
@@ -160,7 +159,7 @@ class Resolver:
             why = f"installer-provided, {state}: the geometric swapper runs instead"
             return RoleChoice(role, model, model, None, "none", why)
         onnx = self.backend in ONNX_BACKENDS
-        runs_on = self.backend if onnx else "onnxruntime-cpu"
+        runs_on = self.backend if onnx else ONNX_CPU
         loader = self.engine if onnx else None
         path = result.path
         return RoleChoice(role, model, model, path, runs_on, "installer-provided", path, loader)

@@ -15,16 +15,28 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from appliance.backend_names import (
+    BACKEND_NAMES,
+    CPU_PROVIDER,
+    CUDA,
+    CUDA_PROVIDER,
+    EDGETPU,
+    LITERT_CPU,
+    ONNX_CPU,
+    PROVIDERS,
+    TENSORRT,
+    TENSORRT_PROVIDER,
+    ProviderName,
+)
 from appliance.errors import BackendError, ConfigError
 from appliance.inference.base import Backend
 from appliance.inference.edgetpu import EdgeTpuBackend
 from appliance.inference.fallbacks import record_fallback
 from appliance.inference.litert import LiteRTBackend
-from appliance.inference.onnx_backend import PROVIDERS, OnnxBackend, available_providers
+from appliance.inference.onnx_backend import OnnxBackend, available_providers
 
 logger = logging.getLogger(__name__)
 
-BACKEND_NAMES = ("tensorrt", "cuda", "edgetpu", "litert-cpu", "onnx-cpu")
 FALLBACK_SUBJECT = "inference backend"
 
 
@@ -48,7 +60,7 @@ def _library_found(*names: str) -> str | None:
     return None
 
 
-def _provider_missing(short: str) -> str | None:
+def _provider_missing(short: ProviderName) -> str | None:
     provider = PROVIDERS[short]
     built = available_providers()
     if provider in built:
@@ -57,7 +69,7 @@ def _provider_missing(short: str) -> str | None:
 
 
 def _tensorrt() -> tuple[Backend | None, str]:
-    missing = _provider_missing("tensorrt")
+    missing = _provider_missing(TENSORRT_PROVIDER)
     if missing:
         return None, missing
     library = _library_found("nvinfer")
@@ -67,17 +79,17 @@ def _tensorrt() -> tuple[Backend | None, str]:
         except ImportError:
             return None, "TensorRT library libnvinfer not found and no tensorrt package"
         library = "the tensorrt package"
-    return OnnxBackend(("tensorrt", "cuda", "cpu")), f"TensorrtExecutionProvider with {library}"
+    return OnnxBackend.for_backend(TENSORRT), f"TensorrtExecutionProvider with {library}"
 
 
 def _cuda() -> tuple[Backend | None, str]:
-    missing = _provider_missing("cuda")
+    missing = _provider_missing(CUDA_PROVIDER)
     if missing:
         return None, missing
     driver = _library_found("cuda")
     if driver is None:
         return None, "NVIDIA driver library libcuda not found"
-    return OnnxBackend(("cuda", "cpu")), f"CUDAExecutionProvider with {driver}"
+    return OnnxBackend.for_backend(CUDA), f"CUDAExecutionProvider with {driver}"
 
 
 def _edgetpu() -> tuple[Backend | None, str]:
@@ -93,18 +105,18 @@ def _litert_cpu() -> tuple[Backend | None, str]:
 
 
 def _onnx_cpu() -> tuple[Backend | None, str]:
-    missing = _provider_missing("cpu")
+    missing = _provider_missing(CPU_PROVIDER)
     if missing:
         return None, missing
-    return OnnxBackend(("cpu",)), "onnxruntime CPUExecutionProvider"
+    return OnnxBackend.for_backend(ONNX_CPU), "onnxruntime CPUExecutionProvider"
 
 
 PROBES: dict[str, Probe] = {
-    "tensorrt": _tensorrt,
-    "cuda": _cuda,
-    "edgetpu": _edgetpu,
-    "litert-cpu": _litert_cpu,
-    "onnx-cpu": _onnx_cpu,
+    TENSORRT: _tensorrt,
+    CUDA: _cuda,
+    EDGETPU: _edgetpu,
+    LITERT_CPU: _litert_cpu,
+    ONNX_CPU: _onnx_cpu,
 }
 
 

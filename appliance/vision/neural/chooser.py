@@ -6,7 +6,7 @@ not match the contract): it records a fallback to the geometric swapper with
 the reason and returns that instead.
 
 Backends: ``backend`` runs the swapper network (onnxruntime CPU when None;
-the lead's TensorRT/CUDA backend plugs in here). ``fp32_backend`` (CPU when
+the chosen TensorRT/CUDA ``OnnxBackend`` plugs in here). ``fp32_backend`` (CPU when
 None) runs the embedder and converter, which run once per identity, and
 the fp32 fallback: the declared ``<stem>.fp32.onnx`` variant when
 provisioned, else the same file when ``fp32_backend`` differs from ``backend``.
@@ -18,16 +18,17 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from appliance.backend_names import ONNX_CPU
 from appliance.config import SwapSettings
 from appliance.errors import BackendError, ConfigError, MissingExtraError, ModelError
 from appliance.inference.base import Backend
 from appliance.inference.fallbacks import record_fallback
+from appliance.inference.onnx_backend import OnnxBackend
 from appliance.modelstore import ModelStore
 from appliance.vision.neural.emap import emap_path, load_emap
 from appliance.vision.neural.embedder import NAME as EMBEDDER
 from appliance.vision.neural.embedder import ArcFaceEmbedder
 from appliance.vision.neural.generator import Generator
-from appliance.vision.neural.onnx_runner import OnnxCpuBackend
 from appliance.vision.neural.source import SourceEncoder
 from appliance.vision.neural.specs import SPECS, SwapperSpec
 from appliance.vision.neural.swapper import GEOMETRIC, Loader, NeuralSwapper
@@ -75,7 +76,7 @@ def load_neural(
     model_path = store.provided_path(spec.name)
     embedder_path = store.provided_path(EMBEDDER)
     emap = load_emap(emap_path(model_path)) if spec.source == "emap" else None
-    fp32 = fp32_backend or OnnxCpuBackend()
+    fp32 = fp32_backend or cpu_backend()
     main = backend or fp32
     converter = None
     if store.has_provided(spec.name, "converter"):
@@ -86,6 +87,11 @@ def load_neural(
         ArcFaceEmbedder(fp32.load(embedder_path)), spec, emap=emap, converter=converter
     )
     return NeuralSwapper(settings, generator, source, _fp32_stages(spec, store, main, fp32))
+
+
+def cpu_backend() -> OnnxBackend:
+    """The default runner: onnxruntime on the CPU, every core, its own log kept to errors."""
+    return OnnxBackend.for_backend(ONNX_CPU, num_threads=None, quiet=True)
 
 
 def _fp32_stages(
