@@ -15,10 +15,11 @@ names the first sign that it no longer follows a live face:
 - ``planar``: an apparent yaw change of ``PLANAR_DEG`` against a recent frame that a
   homography explains (sideways misfit below ``PLANAR_MAX``, the turn
   check's measure) on ``TURN_FRAMES`` frames in a row: a tilted sheet;
-- ``still eyes``: the irises have not moved within the eye openings by more
-  than ``STILL_RANGE`` eye widths for ``STILL_S`` seconds (real people on
-  the media and all their variants: at least 0.094 over any 3 s; a photo
-  held over the face, with tremor and camera noise: at most 0.048).
+- ``still eyes``: the irises' positions within the eye openings varied by
+  less than ``STILL_STD`` eye widths (standard deviation) over the last
+  ``STILL_S`` seconds (real people on the media and all their variants: at
+  least 0.025 over any 3 s; a photo held over the face, with tremor and
+  camera noise: at most 0.011).
 
 The gate then makes the track UNVERIFIED again: it needs a new blink or turn.
 """
@@ -48,7 +49,7 @@ JUMP_GAP_S = 0.15  # frames further apart than this are not compared (a gap in t
 PLANAR_DEG = 20.0  # apparent yaw change (degrees) that must show parallax
 PLANAR_MAX = 0.01  # sideways homography misfit below which a turn is a tilted sheet
 STILL_S = 3.0  # how long the eyes may stay perfectly still
-STILL_RANGE = 0.07  # iris travel (eye widths) below which the eyes are "perfectly still"
+STILL_STD = 0.016  # iris spread (eye widths) below which the eyes are "perfectly still"
 # iris centre, and the eye's two corners, for each eye
 IRISES = ((468, 33, 133), (473, 362, 263))
 
@@ -126,5 +127,5 @@ class LiveWatch:
             return None
         while (stamp_ns - self._irises[1][0]) / 1e9 >= STILL_S:
             self._irises.popleft()
-        travel = np.ptp(np.array([(r, le) for _, r, le in self._irises]), axis=0).mean()
-        return f"still eyes ({float(travel):.3f})" if travel < STILL_RANGE else None
+        spread = float(np.std(np.array([(r, le) for _, r, le in self._irises]), axis=0).mean())
+        return f"still eyes ({spread:.3f})" if spread < STILL_STD else None
