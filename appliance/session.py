@@ -33,6 +33,7 @@ from appliance.gpio.panel import GpioCallbacks, GpioPanel
 from appliance.inference.runtime import RuntimeChoice
 from appliance.media.display_screens import CameraLostScreen
 from appliance.media.overlays import Overlays
+from appliance.media.preview_sink import WebPreviewSink
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
 from appliance.media.source_mode import SourceMode
@@ -65,6 +66,8 @@ class SessionOptions:
     mode: SourceMode = SourceMode.RECORDED  # a live camera: liveness gate, camera screen
     display: FrameSink | None = None  # the HDMI screen: first output, camera-lost screen
     overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
+    # the one preview feed, when a preview server among extra_sinks reads it too
+    preview: WebPreviewSink | None = None
 
 
 class MirrorSession:
@@ -99,14 +102,20 @@ class MirrorSession:
                 )
         hardware = HardwareInfo(choice.profile, choice.backend, tuple(choice.describe()))
         self.control = ControlCore.build(  # the admin UI, the GPIO button and SIGHUP use it
-            processor, self.telemetry, settings, options.settings_path, store, hardware=hardware
+            processor,
+            self.telemetry,
+            settings,
+            options.settings_path,
+            store,
+            hardware=hardware,
+            preview=options.preview,
         )
         self.control.restore_state()
         # the one chain: the control lock (settings land between frames), the thermal
         # action and the named fps caps
         self.chain = self.control.processor
-        if options.web is not None:
-            sinks.append(self.control.preview_sink)
+        if options.web is not None or options.preview is not None:
+            sinks.append(self.control.preview_sink)  # one encode per frame for every preview
         self.controller = AdaptiveController(self.chain, self.telemetry, settings.pipeline)
         self.chain.bind_caps(self.controller)
         self.runner = PipelineRunner(

@@ -47,6 +47,7 @@ from appliance.inference.runtime import (
 )
 from appliance.media.null_sink import NullSink
 from appliance.media.preview_server import PreviewServer
+from appliance.media.preview_sink import WebPreviewSink
 from appliance.media.sink_base import FrameSink
 from appliance.media.video_sink import VideoFileSink
 from appliance.modelstore import ModelStore
@@ -111,10 +112,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _sinks(args: argparse.Namespace, fps: float) -> list[FrameSink]:
+def _sinks(args: argparse.Namespace, fps: float, feed: WebPreviewSink | None) -> list[FrameSink]:
     sinks: list[FrameSink] = []
-    if not args.no_preview:
-        sinks.append(PreviewServer(args.host, args.port))
+    if feed is not None:
+        sinks.append(PreviewServer(args.host, args.port, hub=feed.hub))
     if args.output is not None:
         sinks.append(VideoFileSink(args.output, fps=fps))
     return sinks or [NullSink()]
@@ -174,13 +175,15 @@ def _run_mirror(args: argparse.Namespace) -> int:
     if args.loop and hasattr(source, "loop"):
         source.loop = True
     display, overlays = open_run_display(args, profile, store)
+    feed = None if args.no_preview else WebPreviewSink()  # both previews read it
     options = SessionOptions(
         identity=args.identity,
         frame_limit=args.frames,
         web=None if args.no_web else start_admin_ui,
         settings_path=args.config or data_dir() / "config.yaml",
         announce=_announce_password,
-        extra_sinks=_sinks(args, source.fps),
+        extra_sinks=_sinks(args, source.fps, feed),
+        preview=feed,
         mode=opened.mode,
         display=display,
         overlays=overlays,

@@ -95,6 +95,7 @@ class ControlCore:
         *,
         base: Path | None = None,
         hardware: HardwareInfo | None = None,
+        preview: WebPreviewSink | None = None,
     ) -> ControlCore:
         """The usual layout: ``<data dir>/identities`` and ``<data dir>/web/state.json``."""
         base = base or data_dir()
@@ -107,6 +108,7 @@ class ControlCore:
             enroller=Enroller.from_store(settings, store),
             state_path=web_dir(base) / STATE_NAME,
             hardware=hardware,
+            preview=preview,
         )
 
     def close(self) -> None:

@@ -3,7 +3,10 @@
 ``/`` is a tiny page showing ``/stream.mjpg`` (multipart/x-mixed-replace);
 ``/frame.jpg`` is the latest frame alone (503 until there is one). The
 server runs the standard library's ``ThreadingHTTPServer`` in a daemon
-thread; ``write()`` never waits for a client (see ``LatestJpeg``). A client
+thread; ``write()`` never waits for a client (see ``LatestJpeg``). Given the
+``hub`` of the admin preview's sink (``WebPreviewSink``), it serves that one
+feed: each frame is encoded once for both previews, and this sink's own
+``write()`` does nothing (the feed's sink publishes). A client
 that leaves (closes the tab, resets the connection, stops reading) is logged
 at debug level, never printed as a traceback.
 """
@@ -50,6 +53,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], hub: LatestJpeg) -> None:
         self.hub = hub
+        self.stopping = threading.Event()  # a shared hub is not closed when this server stops
         self.clients: set[socket.socket] = set()
         self.clients_lock = threading.Lock()
         super().__init__(address, _Handler)
@@ -127,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
         hub, sent = self.preview.hub, 0
         while True:
             seq = hub.wait_newer(sent, WAIT_S)
-            if seq is None:
+            if seq is None or self.preview.stopping.is_set():
                 return
             latest = hub.jpeg() if seq > sent else None
             if latest is None:
@@ -145,10 +149,17 @@ class PreviewServer(FrameSink):
 
     ``port=0`` picks a free port (see ``port`` / ``url`` after ``start()``);
     a port in use raises ``OutputError``. ``write()`` only swaps a reference:
-    the frame's image must not be modified after it is written.
+    the frame's image must not be modified after it is written. ``hub``: a
+    feed another sink publishes into (then ``jpeg_quality`` is the feed's).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, jpeg_quality: int = 80) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        jpeg_quality: int = 80,
+        hub: LatestJpeg | None = None,
+    ) -> None:
         super().__init__()
         if not 1 <= jpeg_quality <= 100:
             raise ConfigError(f"JPEG quality must be 1..100, got {jpeg_quality}")
@@ -156,7 +167,8 @@ class PreviewServer(FrameSink):
             raise ConfigError(f"port must be 0..65535, got {port}")
         self.host = host
         self.port = port
-        self._hub = LatestJpeg(jpeg_quality)
+        self._shared = hub is not None
+        self._hub = hub if hub is not None else LatestJpeg(jpeg_quality)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -184,7 +196,8 @@ class PreviewServer(FrameSink):
                 f"preview server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         self.port = int(server.server_address[1])
-        self._hub.reopen()
+        if not self._shared:
+            self._hub.reopen()
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="preview-http"
@@ -194,14 +207,17 @@ class PreviewServer(FrameSink):
         logger.info("preview at %s", self.url)
 
     def _write(self, frame: Frame) -> None:
-        self._hub.publish(frame.image)
+        if not self._shared:  # a shared feed is published by its own sink
+            self._hub.publish(frame.image)
 
     def _on_stop(self) -> None:
         server, self._server = self._server, None
         thread, self._thread = self._thread, None
-        self._hub.close()
+        if not self._shared:
+            self._hub.close()
         if server is None:
             return
+        server.stopping.set()
         server.drop_clients()
         server.shutdown()
         server.server_close()

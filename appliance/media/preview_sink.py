@@ -1,7 +1,9 @@
-"""The admin UI's live preview: a frame sink that keeps the latest labelled frame.
+"""The preview feed: a frame sink that keeps the latest labelled frame for every preview.
 
-Add it to ``mirror run``'s sinks; ``write()`` only swaps a reference, and the
-frame is JPEG-encoded once, on demand, however many browsers watch it.
+The admin UI's preview reads its ``hub``, and so does ``mirror run``'s MJPEG
+preview server (``PreviewServer(hub=...)``): ``write()`` only swaps a reference,
+and the frame is JPEG-encoded once, on demand, however many previews and
+browsers watch it.
 """
 
 from __future__ import annotations
