@@ -103,7 +103,7 @@ def _drop_stale(suite: Suite, current: Path) -> None:
     for old in current.parent.glob(f"{suite.codename}-{suite.arch}-*.tar"):
         if old != current:
             logger.info("removing the stale root %s", old)
-            for leftover in (old, old.with_name(old.name + ".log")):
+            for leftover in (old, *(old.with_name(old.name + end) for end in (".log", ".lock"))):
                 leftover.unlink(missing_ok=True)
 
 
