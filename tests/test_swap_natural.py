@@ -100,9 +100,10 @@ def test_gaze_follows_the_visitor(store: ModelStore, analyzer: FaceAnalyzer) -> 
     assert identity_gaze is not None and visitor_gaze is not None
     assert np.linalg.norm(identity_gaze - visitor_gaze) > 15  # the photo looks elsewhere
     error = artefacts.gaze_error(seen, swapped)
-    # the swapped eyes turn most of the way (the photo's own would leave it all)
+    # the swapped irises turn most of the way (the photo's own would leave it all;
+    # irises moved inside the photo's eye opening only went 0.7 of it)
     apart = float(np.linalg.norm(identity_gaze - visitor_gaze))
-    assert error is not None and error < 0.7 * apart, (error, apart)
+    assert error is not None and error < 0.55 * apart, (error, apart)
 
 
 def _face_figures(
@@ -131,3 +132,15 @@ def test_side_lit_photo_takes_the_visitors_light_and_detail(
     # without sharpening this pair keeps 0.22 of the frame's detail; the 0.6
     # threshold is not reached yet on it (see the eval figures)
     assert detail > 0.35, detail
+
+
+def test_irises_are_cut_out_and_the_eyes_left_bare(analyzer: FaceAnalyzer) -> None:
+    identity = enroll(read_image(shared_media("portrait_woman_outdoor.jpg")), analyzer)
+    assert identity.irises is not None and identity.completed is not None
+    texture = identity.completed.texture_bgra[..., :3].astype(np.float32)
+    for patch, centre in zip(identity.irises, (468, 473), strict=True):
+        assert patch is not None and patch.radius > 3
+        iris = patch.image[..., :3][patch.image[..., 3] > 200].astype(np.float32).mean()
+        x, y = np.round(identity.completed.uv[centre]).astype(int)
+        bare = texture[y - 1 : y + 2, x - 1 : x + 2].mean()
+        assert bare > iris + 25, (bare, iris)  # the white now, not the dark iris

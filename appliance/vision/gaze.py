@@ -1,45 +1,214 @@
-"""Gaze follows the visitor: the identity's irises go where the visitor's are.
+"""Gaze follows the visitor: the identity's irises drawn where the visitor's are.
 
-The identity's iris points (the 478-point mesh's 468-477) are part of its swap
-mesh wherever the photo shows them inside the eye opening, so moving them in
-the target mesh moves the identity's own iris texture (its colour and shape)
-inside its eye. ``follow_gaze`` places them in the target as the visitor's
-sit in the visitor's eye: the same position relative to the eye corners.
+At enrollment each iris of the identity's texture is cut out as a disc (the
+part a lid hides in the photo filled from the disc's own lower or upper half)
+and the eye opening under it is filled with the eye's white, so the texture
+has bare eyes. Per frame, each disc is drawn at the target mesh's iris
+centre (``follow_gaze``: where the visitor's iris sits between the eye's
+corners), scaled and turned with the eye, and clipped to the eye opening (the
+lids): the identity's eye colour and shape, the visitor's gaze. Blinks stay
+with the swapper's mask (the visitor's own eye shows as it closes).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 
 from appliance.vision.mesh import LEFT_EYE, RIGHT_EYE
-from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
+
+Image = npt.NDArray[np.uint8]
 
 # per eye: the eye opening, its outer and inner corner, the iris centre and ring
 EYES = (
     (RIGHT_EYE, 33, 133, (468, 469, 470, 471, 472)),
     (LEFT_EYE, 263, 362, (473, 474, 475, 476, 477)),
 )
-INSIDE_PX = 0.5  # an iris point this far inside the eye opening joins the swap mesh
+MIN_RADIUS_PX = 1.5  # a smaller iris in the photo is not cut out
+BARE_RADIUS = 1.35  # the iris and its dark rim are painted over this far out
+LID_SHADE = 0.7  # the eye white's brightness at the lids, over its middle
+FORESHORTENED = 0.8  # an eye this much narrower than the other takes its iris
+MIN_SEEN = 0.35  # share of the iris disc the photo must show (eyes open)
+_MARGIN = 1.3  # the patch around the disc, in iris radii
+_SHIFT = 4
+_ONE = 1 << _SHIFT
 
 
-def iris_points(points: FloatArray) -> IntArray:
-    """The iris points the photo shows inside the eye openings (none without irises)."""
-    if len(points) < 478:
-        return np.zeros(0, np.int32)
-    chosen: list[int] = []
-    for ring, _, _, iris in EYES:
-        contour = points[list(ring), :2].astype(np.float32).reshape(-1, 1, 2)
-        for index in iris:
-            x, y = (float(v) for v in points[index, :2])
-            if cv2.pointPolygonTest(contour, (x, y), True) >= INSIDE_PX:
-                chosen.append(index)
-    return np.asarray(chosen, np.int32)
+@dataclass(frozen=True)
+class IrisPatch:
+    """One eye's iris cut from the identity texture: BGRA, alpha the disc."""
+
+    image: Image  # (2R+1, 2R+1, 4), the iris centre at (R, R)
+    radius: float  # the iris radius in texture pixels
+    axis: complex  # the eye's outer-to-inner corner vector in texture pixels
+
+
+def _fixed(points: FloatArray) -> npt.NDArray[np.int32]:
+    return np.round(points * _ONE).astype(np.int32)
+
+
+def _opening(ring: FloatArray, shape: tuple[int, int], offset: FloatArray) -> Image:
+    mask = np.zeros(shape, np.uint8)
+    cv2.fillPoly(mask, [_fixed(ring - offset)], 255, cv2.LINE_AA, _SHIFT)
+    return mask
+
+
+def _white(texture: Image, opening: Image, disc: Image) -> npt.NDArray[np.float32] | None:
+    """The eye white's colour: the palest, brightest pixels of the opening outside the iris."""
+    around = (opening > 200) & (cv2.dilate(disc, np.ones((3, 3), np.uint8)) == 0)
+    pixels = texture[..., :3][around].astype(np.float32)
+    if len(pixels) < 6:
+        return None
+    luma = pixels @ np.array([0.114, 0.587, 0.299], np.float32)
+    chroma = pixels.max(axis=1) - pixels.min(axis=1)  # skin and lids are coloured, the white is not
+    score = luma - 2.0 * chroma
+    best = pixels[score >= np.percentile(score, 70)]
+    out: npt.NDArray[np.float32] = np.median(best, axis=0).astype(np.float32)
+    return out
+
+
+def _cut_one(
+    texture: Image, uv: FloatArray, eye: tuple[tuple[int, ...], int, int, tuple[int, ...]]
+) -> IrisPatch | None:
+    """One eye's iris patch; the texture's eye opening made bare in place (None: unusable)."""
+    ring, outer, inner, iris = eye
+    centre = uv[iris[0], :2].astype(np.float64)
+    radius = float(np.linalg.norm(uv[list(iris[1:]), :2] - centre, axis=1).mean())
+    if radius < MIN_RADIUS_PX:
+        return None
+    half = int(np.ceil(radius * _MARGIN)) + 2
+    side = 2 * half + 1
+    shift = np.array([[1.0, 0.0, half - centre[0]], [0.0, 1.0, half - centre[1]]])
+    patch = np.asarray(
+        cv2.warpAffine(texture, shift, (side, side), flags=cv2.INTER_LINEAR), np.uint8
+    )
+    yy, xx = np.mgrid[:side, :side].astype(np.float32) - half
+    disc = np.clip(radius + 0.5 - np.hypot(xx, yy), 0.0, 1.0)
+    corner = (centre - half).astype(np.float32)
+    opening = cv2.erode(
+        _opening(uv[list(ring), :2], (side, side), corner), np.ones((3, 3), np.uint8)
+    )
+    seen = (disc > 0.5) & (opening > 127) & (patch[..., 3] > 127)
+    if seen.sum() < MIN_SEEN * (disc > 0.5).sum():
+        return None
+    colour = patch[..., :3].astype(np.float32)
+    flipped, flipped_seen = colour[::-1], seen[::-1]  # a lid hides the top: the bottom fills in
+    fill = np.where(flipped_seen[..., None], flipped, colour[seen].mean(axis=0))
+    colour = np.where(seen[..., None], colour, fill)
+    image = np.dstack([colour, disc * 255.0]).round().clip(0, 255).astype(np.uint8)
+    _bare(texture, uv[list(ring), :2], centre, radius)
+    axis = complex(*(uv[inner, :2] - uv[outer, :2]))
+    return IrisPatch(np.ascontiguousarray(image), radius, axis)
+
+
+def _bare(texture: Image, ring: FloatArray, centre: npt.NDArray[np.float64], radius: float) -> None:
+    """In place: the iris under ``centre`` painted over with the eye white around it."""
+    lo = np.floor(np.minimum(ring.min(axis=0), centre - radius) - 3).astype(int).clip(0)
+    hi = np.ceil(np.maximum(ring.max(axis=0), centre + radius) + 4).astype(int)
+    hi = np.minimum(hi, texture.shape[1::-1])
+    box = texture[lo[1] : hi[1], lo[0] : hi[0]]
+    shape = box.shape[:2]
+    opening = _opening(ring, shape, lo.astype(np.float32))
+    disc = np.zeros(shape, np.uint8)
+    cx, cy = centre - lo
+    cv2.circle(
+        disc,
+        (round(cx * _ONE), round(cy * _ONE)),
+        round(radius * BARE_RADIUS * _ONE),
+        255,
+        -1,
+        cv2.LINE_8,
+        _SHIFT,
+    )
+    white = _white(box, opening, disc)
+    if white is None:
+        return
+    work = box[..., :3].copy()
+    work[opening < 128] = white.round().astype(np.uint8)  # the lids do not bleed into the white
+    hole = ((disc > 0) & (opening > 0)).astype(np.uint8) * 255
+    filled = cv2.inpaint(work, hole, 3, cv2.INPAINT_TELEA).astype(np.float32)
+    # the white darkens towards the lids (their shadow), as in a real eye
+    inside = cv2.distanceTransform((opening > 127).astype(np.uint8), cv2.DIST_L2, 3)
+    depth = max(1.0, float(inside.max()))
+    shade = LID_SHADE + (1.0 - LID_SHADE) * np.clip(inside / depth, 0.0, 1.0)
+    filled *= shade[..., None]
+    soft = cv2.GaussianBlur(hole.astype(np.float32) / 255.0, (3, 3), 0)[..., None]
+    mixed = filled * soft + box[..., :3].astype(np.float32) * (1.0 - soft)
+    box[..., :3] = mixed.round().clip(0, 255).astype(np.uint8)
+
+
+def cut_irises(texture: Image, uv: FloatArray) -> tuple[Image, tuple[IrisPatch | None, ...]]:
+    """The texture (BGRA) with bare eyes, and each eye's iris patch (None: not cut).
+
+    ``uv``: the mesh in ``texture``'s pixels (the photo, before any completion).
+    """
+    if len(uv) < 478:
+        return texture, (None, None)
+    out = texture.copy()
+    cut = [_cut_one(out, uv, (tuple(ring), o, i, iris)) for ring, o, i, iris in EYES]
+    right, left = cut
+    if right is not None and left is not None:  # a turned photo: the better-seen eye for both
+        if abs(right.axis) < FORESHORTENED * abs(left.axis):
+            right = _mirrored(left)
+        elif abs(left.axis) < FORESHORTENED * abs(right.axis):
+            left = _mirrored(right)
+    return out, (right, left)
+
+
+def _mirrored(patch: IrisPatch) -> IrisPatch:
+    """The other eye's iris: the patch flipped left to right, its eye axis with it."""
+    image = np.ascontiguousarray(patch.image[:, ::-1])
+    return IrisPatch(image, patch.radius, complex(-patch.axis.real, patch.axis.imag))
+
+
+def draw_irises(warped: Image, local: FloatArray, patches: tuple[IrisPatch | None, ...]) -> None:
+    """In place: each iris patch at ``local``'s iris centre, clipped to its eye opening."""
+    if len(local) < 478:
+        return
+    h, w = warped.shape[:2]
+    for (ring, outer, inner, iris), patch in zip(EYES, patches, strict=True):
+        if patch is None:
+            continue
+        axis = complex(*(local[inner, :2] - local[outer, :2]))
+        if abs(axis) < 1.0 or abs(patch.axis) < 1e-6:
+            continue
+        a = axis / patch.axis  # texture -> frame: scale and turn with the eye
+        radius = patch.radius * abs(a)
+        centre = local[iris[0], :2].astype(np.float64)
+        reach = radius * _MARGIN + 2
+        x0, y0 = (max(0, int(np.floor(v - reach))) for v in centre)
+        x1, y1 = (
+            min(w, int(np.ceil(centre[0] + reach)) + 1),
+            min(h, int(np.ceil(centre[1] + reach)) + 1),
+        )
+        if x1 - x0 < 2 or y1 - y0 < 2 or radius < 0.7:
+            continue
+        b = 1.0 / a  # frame -> texture (patch pixels), as a 2x3 matrix
+        half = (patch.image.shape[0] - 1) / 2.0
+        tx = complex(x0 - centre[0], y0 - centre[1]) * b
+        matrix = np.array(
+            [[b.real, -b.imag, tx.real + half], [b.imag, b.real, tx.imag + half]], np.float64
+        )
+        size = (x1 - x0, y1 - y0)
+        drawn = np.asarray(
+            cv2.warpAffine(
+                patch.image, matrix, size, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+            ),
+            np.uint8,
+        )
+        corner = np.array((x0, y0), np.float32)
+        opening = _opening(local[list(ring), :2], (size[1], size[0]), corner)
+        alpha = (drawn[..., 3].astype(np.float32) * opening.astype(np.float32)) / (255.0 * 255.0)
+        box = warped[y0:y1, x0:x1]
+        mixed = drawn[..., :3] * alpha[..., None] + box * (1.0 - alpha[..., None])
+        box[...] = mixed.round().clip(0, 255).astype(np.uint8)
 
 
 def _corner_map(src: FloatArray, dst: FloatArray) -> tuple[complex, complex]:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
-from appliance.vision.gaze import iris_points
+from appliance.vision.gaze import IrisPatch, cut_irises
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
 from appliance.vision.occlusion import occluders
@@ -44,6 +44,9 @@ class Identity:
     # the frontal, mirror-completed texture (``texture_bgra`` is then that texture):
     # ``completed.uv`` are the mesh's coordinates in it
     completed: Completed | None = None
+    # each eye's iris, cut from the texture (which then has bare eyes) and drawn
+    # where the visitor looks (appliance.vision.gaze); None: the photo's own irises
+    irises: tuple[IrisPatch | None, ...] | None = None
 
     @property
     def texture_points(self) -> FloatArray:
@@ -92,9 +95,10 @@ def enroll(
         )
     texture, points = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
-    subset = np.union1d(swap_mesh(points), iris_points(points)).astype(np.int32)
-    triangles = delaunay(points, subset)
-    completed = complete(_with_alpha(texture, points), points, triangles, MAX_TEXTURE_SIDE)
+    triangles = delaunay(points, swap_mesh(points))
+    # the irises are cut from the photo itself, so the completion mirrors bare eyes
+    bare, irises = cut_irises(_with_alpha(texture, points), points[:, :2])
+    completed = complete(bare, points, triangles, MAX_TEXTURE_SIDE)
     return Identity(
         name=name,
         texture=texture,
@@ -104,6 +108,7 @@ def enroll(
         mouth_open=mouth_gap(points) >= CLOSED_GAP,
         texture_bgra=completed.texture_bgra,
         completed=completed,
+        irises=irises,
     )
 
 

@@ -34,7 +34,7 @@ from appliance.vision.blend import (
 )
 from appliance.vision.detail import sharpen, sharpen_gain
 from appliance.vision.eye_handover import own_eyes_now
-from appliance.vision.gaze import follow_gaze
+from appliance.vision.gaze import draw_irises, follow_gaze
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
@@ -107,6 +107,9 @@ class GeometricSwapper:
         visitor = own if target is not None else None
         warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
+        if identity.irises is not None:  # the identity's irises, the visitor's gaze
+            draw_irises(warped, local, identity.irises)
+            t1 = add_stage_ms(timings, "gaze", t1)
         if own_eyes is None:
             own_eyes = own_eyes_now(face.points, self.settings.eyes)
         mask = self._mask(local, covered, size, identity, own_eyes)
