@@ -126,6 +126,8 @@ class MirrorSession:
             settings.pipeline.latency_budget_ms,
             frame_limit=options.frame_limit,
             controller=self.controller,
+            # the capture side tells the display when the camera is lost or back
+            on_camera=None if self.camera_screen is None else self.camera_screen.update,
         )
         self.profile = load_profiles()[choice.profile]
         self.governor: ThermalGovernor = governor_for(
@@ -184,8 +186,6 @@ class MirrorSession:
         self.telemetry.set_liveness(counts.live, counts.unverified, counts.mode)
         if self.panel is not None:
             self.panel.show(self.light(snap))
-        if self.camera_screen is not None and snap.running:
-            self.camera_screen.update(snap.camera.connected)
         self.heartbeat.beat(self.shown(snap))
 
     def shown(self, snap: TelemetrySnapshot) -> int:

@@ -152,6 +152,34 @@ def test_a_camera_missing_at_start_shows_the_camera_screen_and_is_picked_up_when
     assert session.runner.end_reason == "stop requested"
 
 
+def test_the_camera_screen_follows_the_capture_sides_events_without_the_main_thread(
+    store: ModelStore, astronaut: np.ndarray
+) -> None:
+    """Nobody calls ``tick()`` here: the capture thread's "camera lost" shows the camera
+    screen on the display and "camera back" hides it before the camera's frames flow."""
+    with DemoSource(astronaut, size=(320, 240), paced=False, frames=30) as demo:
+        device = FakeDevice([f.image for f in demo])
+    device.present = False
+    camera = AwaitedSource(CameraSource(0, size=(320, 240), fps=30, capture_factory=device.open))
+    display = NullSink()
+    options = SessionOptions(
+        mode=SourceMode.LIVE_CAMERA, display=display, overlays=Overlays(store.path("label_font"))
+    )
+    choice = choose_for_device(store, override="x86-cpu")
+    session = MirrorSession(Settings(), store, choice, camera, options)
+    screen = session.camera_screen
+    assert screen is not None
+    session.start()
+    try:
+        assert wait_for(lambda: screen.feed.showing and display.frames_written >= 3, 10.0)
+        device.present = True
+        assert wait_for(lambda: not screen.feed.showing, 15.0)
+        assert wait_for(lambda: session.telemetry.snapshot().frames_out > 3, 15.0)
+    finally:
+        session.stop()
+    assert screen.feed.frames_shown >= 3
+
+
 def _ticked(session: MirrorSession) -> bool:
     session.tick()
     return True

@@ -111,14 +111,22 @@ class FirstBootScreen(FrameSink):
 
 
 class CameraLostScreen:
-    """Shows the camera-lost screen on ``sinks`` while the camera is gone (main thread)."""
+    """Shows the camera-lost screen on ``sinks`` while the camera is gone.
+
+    ``update`` is the capture side's "camera lost/back" event (``PipelineRunner``'s
+    ``on_camera``): hiding returns once the screen's feed has stopped, before the
+    camera's first frame flows on.
+    """
 
     def __init__(self, sinks: list[FrameSink], overlays: Overlays, size: tuple[int, int]) -> None:
         self.feed = ScreenFeed(sinks)
         self.overlays = overlays
         self.size = size
+        self._closed = False
 
     def update(self, camera_connected: bool) -> None:
+        if self._closed:  # a last event from a capture thread that is stopping
+            return
         if not camera_connected and not self.feed.showing:
             logger.info("camera lost: showing the camera screen")
             self.feed.show(self.overlays.camera_lost_screen(self.size))
@@ -126,4 +134,5 @@ class CameraLostScreen:
             self.feed.hide()
 
     def close(self) -> None:
+        self._closed = True
         self.feed.hide()

@@ -5,12 +5,17 @@ just loops (after ``gap_after_s`` without frames the camera counts as
 disconnected); any other read failure is counted, marks the camera
 disconnected and backs off; the next frame ends the gap. End of stream
 (``read()`` returns None), the frame limit or stop end the loop.
+
+``on_camera`` hears each change, from this thread: ``False`` when the camera is
+lost, ``True`` when its frames come back (before the first of them is handed
+on), so a camera-lost screen is shown and hidden by the event, not polled.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from appliance.errors import MirrorError
 from appliance.media.frames import Frame
@@ -37,6 +42,7 @@ class CaptureWorker:
         gap_after_s: float = 1.0,
         frame_limit: int | None = None,
         capacity: int = 1,
+        on_camera: Callable[[bool], None] | None = None,
     ) -> None:
         self.ctx = ctx
         self.source = source
@@ -46,6 +52,7 @@ class CaptureWorker:
         self.gap_after_s = gap_after_s
         self.frame_limit = frame_limit
         self.end_reason = ""
+        self.on_camera = on_camera
         self._failures = ctx.failures("capture")
         self._last_frame_at = time.monotonic()
 
@@ -91,14 +98,27 @@ class CaptureWorker:
     def _got_frame(self) -> None:
         self._last_frame_at = time.monotonic()
         self._failures.succeeded()
-        self.ctx.telemetry.camera_ok()
+        if self.ctx.telemetry.camera_ok():
+            self._tell(True)
 
     def _no_frame(self) -> None:
-        if time.monotonic() - self._last_frame_at > self.gap_after_s:
-            self.ctx.telemetry.camera_lost(f"no frame for {self.gap_after_s:g} s")
+        if time.monotonic() - self._last_frame_at <= self.gap_after_s:
+            return
+        if self.ctx.telemetry.camera_lost(f"no frame for {self.gap_after_s:g} s"):
+            self._tell(False)
 
     def _read_failed(self, exc: Exception) -> None:
         pause = self._failures.failed(exc)
         expected = isinstance(exc, MirrorError)  # says itself what is wrong (camera not found)
-        self.ctx.telemetry.camera_lost(str(exc) if expected else f"{type(exc).__name__}: {exc}")
+        reason = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+        if self.ctx.telemetry.camera_lost(reason):
+            self._tell(False)
         self.ctx.stop.wait(pause)
+
+    def _tell(self, connected: bool) -> None:
+        if self.on_camera is None:
+            return
+        try:
+            self.on_camera(connected)
+        except MirrorError as exc:  # a screen that cannot show must not stop the capture
+            logger.warning("camera %s listener failed: %s", "back" if connected else "lost", exc)

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 
 from appliance.errors import ConfigError
@@ -103,6 +103,7 @@ class PipelineRunner(StartStop):
         gap_after_s: float = 1.0,
         max_backoff_s: float = 1.0,
         controller: Controller | None = None,
+        on_camera: Callable[[bool], None] | None = None,  # camera lost/back, from capture
     ) -> None:
         _check(latency_budget_ms, frame_limit, read_timeout_s)
         self.telemetry = telemetry
@@ -116,6 +117,7 @@ class PipelineRunner(StartStop):
             gap_after_s=gap_after_s,
             frame_limit=frame_limit,
             capacity=capture_slots,
+            on_camera=on_camera,
         )
         names = sink_names(sinks)
         self._sinks = [SinkWorker(ctx, n, s, sink_slots) for n, s in zip(names, sinks, strict=True)]

@@ -236,22 +236,26 @@ class Telemetry:
                 self._transition("liveness", self._liveness.mode, mode, "liveness mode")
             self._liveness = LivenessSnapshot(mode, live, unverified)
 
-    def camera_lost(self, reason: str) -> None:
-        """Frames stopped coming; a gap starts (no-op while already in one)."""
-        with self._lock:
-            if self._camera.connected:
-                self._camera.connected = False
-                self._camera.gaps += 1
-                self._camera.lost_at_ns = self._clock()
-                self._transition("camera", "connected", "disconnected", reason)
-
-    def camera_ok(self) -> None:
-        """A frame came; ends a gap if there was one (cheap when there was none)."""
+    def camera_lost(self, reason: str) -> bool:
+        """Frames stopped coming; a gap starts (no-op while already in one). True: it started."""
         with self._lock:
             if not self._camera.connected:
-                self._camera.connected = True
-                self._camera.gap_ns += self._clock() - self._camera.lost_at_ns
-                self._transition("camera", "disconnected", "connected", "frames again")
+                return False
+            self._camera.connected = False
+            self._camera.gaps += 1
+            self._camera.lost_at_ns = self._clock()
+            self._transition("camera", "connected", "disconnected", reason)
+            return True
+
+    def camera_ok(self) -> bool:
+        """A frame came; ends a gap if there was one (cheap when there was none). True: it ended."""
+        with self._lock:
+            if self._camera.connected:
+                return False
+            self._camera.connected = True
+            self._camera.gap_ns += self._clock() - self._camera.lost_at_ns
+            self._transition("camera", "disconnected", "connected", "frames again")
+            return True
 
     def _transition(self, subject: str, before: str, after: str, reason: str) -> None:
         self._transitions.append(Transition(self._wall(), subject, before, after, reason))
