@@ -103,11 +103,11 @@ def lag(snap: Snap) -> float:
 def count_detections(monkeypatch: pytest.MonkeyPatch, analyzer: FaceAnalyzer) -> list[int]:
     """Wraps ``analyzer.candidates`` (a detector run); the list grows by one per call."""
     calls: list[int] = []
-    detect: Callable[[np.ndarray], list[Detection]] = analyzer.candidates
+    detect: Callable[[np.ndarray, bool], list[Detection]] = analyzer.candidates
 
-    def counting(image: np.ndarray) -> list[Detection]:
+    def counting(image: np.ndarray, scan: bool = False) -> list[Detection]:
         calls.append(1)
-        return detect(image)
+        return detect(image, scan)
 
     monkeypatch.setattr(analyzer, "candidates", counting)
     return calls

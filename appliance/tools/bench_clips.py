@@ -11,6 +11,11 @@ With the short-range detector, the tiled faces are found on every frame of
 the ../shared/media videos; the demo photo's smaller face scores close to
 the detection threshold when tiled, so some of its 3-face frames show fewer
 faces (the benchmark reports the faces found per frame).
+
+The group case (``group_clip``) is a half-body shot tiled the same way: each
+frame of a talking-head clip shrunk to ``HALF_BODY_SCALE`` (as if the
+visitor stood 2-3 m away) with its edges stretched to fill the frame, so a
+tiled face is 30-60 px at 1280x720 and 640x480: only the tile scan finds it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from appliance.errors import ConfigError
@@ -35,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 TILE_OFFSET = 5  # frames between the copies of a 3-face tiling
 FACES = (1, 3)  # the face counts a clip can be built with
+HALF_BODY_SCALE = 0.25  # a talking head shrunk to this, tiled: faces of 30-60 px
+HALF_BODY_TOP = 0.12  # where the shrunk frame's top goes, in frame heights
+GROUP_SUFFIX = " (group)"
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,27 @@ def tiled_clip(clip: JpegClip, offset: int = TILE_OFFSET) -> JpegClip:
     return JpegClip.from_images(frames)
 
 
+def half_body(image: Image, scale: float = HALF_BODY_SCALE) -> Image:
+    """``image`` shrunk to ``scale`` near the top centre, its edges stretched to fill the frame."""
+    h, w = image.shape[:2]
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    small = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA)
+    top, left = min(h - nh, round(h * HALF_BODY_TOP)), (w - nw) // 2
+    border = (top, h - top - nh, left, w - left - nw)
+    out: Image = np.asarray(cv2.copyMakeBorder(small, *border, cv2.BORDER_REPLICATE), np.uint8)
+    return out
+
+
+def group_clip(clip: JpegClip, offset: int = TILE_OFFSET) -> JpegClip:
+    """Three half-body copies of ``clip``, ``offset`` frames apart, tiled: small faces."""
+    n = len(clip)
+    frames = (
+        tile3([half_body(clip.decode((i + c * offset) % n)) for c in range(3)], clip.size)
+        for i in range(n)
+    )
+    return JpegClip.from_images(frames)
+
+
 def build_clips(name: str, base: JpegClip, faces: tuple[int, ...] = FACES) -> Iterator[BenchClip]:
     """``base`` as each requested face count (1: as it is, 3: tiled)."""
     for count in faces:
@@ -96,3 +126,8 @@ def build_clips(name: str, base: JpegClip, faces: tuple[int, ...] = FACES) -> It
             raise ConfigError(f"faces must be among {FACES}, got {count}")
         clip = base if count == 1 else tiled_clip(base)
         yield BenchClip(name, base.size, count, clip)
+
+
+def build_group(name: str, base: JpegClip) -> BenchClip:
+    """The group case of ``base``: three small faces (``group_clip``)."""
+    return BenchClip(name + GROUP_SUFFIX, base.size, 3, group_clip(base))

@@ -14,6 +14,7 @@ from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
+from appliance.vision.tile_scan import TileScan, merge
 from appliance.vision.types import Detection, FaceLandmarks
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class FaceAnalyzer:
     landmarks: LandmarkModel
     verifier: FaceVerifier | None = None
     backend: Backend | None = None  # to load a landmark model per extra worker thread
+    tiles: TileScan | None = None  # small faces: the full-range model over tiles, in turn
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
 
     def landmarks_on(self, worker: int) -> LandmarkModel:
@@ -86,20 +88,22 @@ class FaceAnalyzer:
         name = "face_detector_short" if kind == "short" else "face_detector_full"
         detector = FaceDetector(backend.load(store.path(name)), kind, min_score, max_faces)
         landmarks = LandmarkModel(backend.load(store.path("face_landmarks")))
-        verifier = None
-        if verify:
-            verifier = FaceVerifier(
-                FaceDetector(backend.load(store.path("face_detector_full")), "full", 0.3, 4)
-            )
-        return cls(detector, landmarks, verifier, backend)
+        full = backend.load(store.path("face_detector_full"))
+        verifier = FaceVerifier(FaceDetector(full, "full", 0.3, 4)) if verify else None
+        tiles = TileScan(FaceDetector(full, "full", None, max_faces))
+        return cls(detector, landmarks, verifier, backend, tiles)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""
         return [d for d in self.candidates(image) if self.confirm(image, d)]
 
-    def candidates(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
-        """The detector's faces, not yet confirmed (see ``confirm``)."""
-        return self.detector.detect(image)
+    def candidates(self, image: npt.NDArray[np.uint8], scan: bool = False) -> list[Detection]:
+        """The detector's faces, not yet confirmed (see ``confirm``); with ``scan``, also
+        the small faces of the tile scan's next tiles (when there is room for more faces)."""
+        found = self.detector.detect(image)
+        if scan and self.tiles is not None:
+            found = merge(found + self.tiles.detect_next(image))
+        return found
 
     def confirm(self, image: npt.NDArray[np.uint8], det: Detection) -> bool:
         """Whether the verifier (if any) confirms the candidate ``det``."""

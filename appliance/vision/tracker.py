@@ -48,6 +48,8 @@ MATCH_DISTANCE = 0.6  # detection-to-track centre distance, in face sizes, to be
 RECROP_OFFSET = 0.08  # landmarks this far (in crop sizes) off the crop centre are re-run centred
 PREDICT_MIN = 0.01  # motion below this many crop sizes per frame is not predicted
 DUPLICATE_IOU = 0.5  # two tracks overlapping more than this follow one face: keep one
+SMALL_FACE_SHARE = 1 / 8  # faces under this share of the frame's longer side may be unseen
+# by the whole-frame detection pass (the tile scan finds them): kept while their landmarks hold
 KEEP_BONUS = 1.25  # an existing track outranks a new face unless that is this much larger
 # Outer eye corners (image-left eye, image-right eye) for the face scale.
 EYE_OUTER_A, EYE_OUTER_B = 33, 263
@@ -202,7 +204,7 @@ class Tracker:
         self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
     ) -> list[_Candidate]:
         start = time.perf_counter()
-        found = self.analyzer.candidates(image)
+        found = self.analyzer.candidates(image, scan=len(self._tracks) < self.limit)
         self.detections += 1
         self._since_detect = 0
         pairs = self._match(found, followed)
@@ -210,8 +212,25 @@ class Tracker:
         pairs = [p for p in pairs if p[1] is not None or self.analyzer.confirm(image, p[0])]
         start = add_stage_ms(timings, "detect", start)
         candidates = [c for d, t, f in pairs if (c := self._candidate(image, d, t, f))]
+        matched = {id(t) for _, t, _ in pairs if t is not None}
+        candidates += self._small_unmatched(image, followed, matched)
         add_stage_ms(timings, "landmarks", start)
         return candidates
+
+    def _small_unmatched(
+        self, image: Image, followed: list[FaceLandmarks], matched: set[int]
+    ) -> list[_Candidate]:
+        """Followed faces no detection matched that are too small for the whole-frame pass
+        to see (the tile scan found them, a few tiles at a time): their landmarks' presence
+        vouches for them until the scan comes round again."""
+        small = max(image.shape[:2]) * SMALL_FACE_SHARE
+        return [
+            _Candidate(t, f)
+            for t, f in zip(self._tracks, followed, strict=True)
+            if id(t) not in matched
+            and f.presence >= self.presence_threshold
+            and box_side(f.box()) < small
+        ]
 
     def _match(
         self, detections: list[Detection], followed: list[FaceLandmarks]
