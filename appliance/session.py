@@ -40,6 +40,7 @@ from appliance.media.source_mode import SourceMode
 from appliance.modelstore import ModelStore
 from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
+from appliance.pipeline.presence import MOTION
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.telemetry import Drop, Telemetry
@@ -116,7 +117,11 @@ class MirrorSession:
         self.chain = self.control.processor
         if options.web is not None or options.preview is not None:
             sinks.append(self.control.preview_sink)  # one encode per frame for every preview
-        self.controller = AdaptiveController(self.chain, self.telemetry, settings.pipeline)
+        # one presence signal: the pipeline's face clock and the PIR feed it, both read it
+        self.presence = self.chain.presence
+        self.controller = AdaptiveController(
+            self.chain, self.telemetry, settings.pipeline, presence=self.presence
+        )
         self.chain.bind_caps(self.controller)
         self.runner = PipelineRunner(
             source,
@@ -134,7 +139,6 @@ class MirrorSession:
             self.profile, settings, telemetry=self.telemetry, on_action=self._thermal
         )
         self.panel: GpioPanel | None = None
-        self.nobody = False  # the PIR sensor saw no motion for its idle time
         self.web_url = ""
         self._server: WebServer | None = None
         self._stoppers: list[Callable[[], object]] = []
@@ -246,9 +250,14 @@ class MirrorSession:
 
     def _motion(self, present: bool) -> None:
         """The PIR sensor: nobody for a while idles processing and shows the idle screen."""
-        self.nobody = not present
+        self.presence.report(MOTION, present, "" if present else "no motion (PIR)")
         idle_fps = None if present else self.settings.pipeline.idle_fps
         self.chain.set_cap("no motion", idle_fps, Drop.NO_MOTION)
+
+    @property
+    def nobody(self) -> bool:
+        """Nobody there: the PIR saw no motion, or no face was seen, for a while."""
+        return self.presence.nobody
 
     def _next_identity(self) -> None:
         """The button's short press: the library's next identity (the first after the last)."""

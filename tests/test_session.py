@@ -211,3 +211,28 @@ def test_reloading_the_settings_file_applies_live_keys_between_frames(
     finally:
         session.stop()
     assert config.read_text() == "label:\n  text: [not, text]\n"  # never written
+
+
+def test_one_presence_signal_for_the_face_clock_and_the_pir(store: ModelStore) -> None:
+    """The pipeline's no-face idle and the PIR's no motion feed one "is anybody there"
+    signal that the chain and the adaptive controller both read."""
+    blank = np.full((240, 320, 3), 90, np.uint8)  # nobody in view
+    source = DemoSource(blank, size=(320, 240), paced=True, fps=30.0, frames=90)
+    settings = Settings().model_copy(
+        update={"pipeline": Settings().pipeline.model_copy(update={"idle_after_s": 0.5})}
+    )
+    choice = choose_for_device(store, override="x86-cpu")
+    session = MirrorSession(settings, store, choice, source, SessionOptions(identity=None))
+    presence = session.presence
+    assert session.controller.presence is presence and session.chain.presence is presence
+    assert not presence.nobody
+    session.start()
+    try:
+        assert wait_for(lambda: presence.absent("faces"), 20.0)
+        assert session.nobody and set(presence.reasons()) == {"faces"}
+        session._motion(False)  # the PIR: no motion either
+        assert set(presence.reasons()) == {"faces", "motion"}
+        session._motion(True)
+        assert presence.reasons().keys() == {"faces"} and session.nobody
+    finally:
+        session.stop()

@@ -17,6 +17,7 @@ from appliance.config import PipelineSettings
 from appliance.media.frames import Frame
 from appliance.pipeline.idle import IdleGate
 from appliance.pipeline.ladder import DegradeLadder, LadderTiming
+from appliance.pipeline.presence import FACES, Presence
 from appliance.pipeline.quality import QualityLevel, build_ladder
 from appliance.pipeline.telemetry import Drop, Telemetry
 
@@ -48,8 +49,10 @@ class AdaptiveController:
         *,
         timing: LadderTiming | None = None,
         clock_ns: Callable[[], int] = time.monotonic_ns,
+        presence: Presence | None = None,
     ) -> None:
         self.processor = processor
+        self.presence = presence or Presence()  # the idle gate reports faces into it
         self.telemetry = telemetry
         self.settings = settings
         self.idle = IdleGate(settings.idle_after_s, settings.idle_fps)
@@ -95,14 +98,17 @@ class AdaptiveController:
 
     def observe(self, frame: Frame, process_ms: float) -> None:
         """Record a processed frame; may change the mode or the quality level. The frame
-        is marked ``idle`` while idle mode is on (the display's idle screen)."""
+        is marked ``idle`` while nobody is there (the presence signal: idle mode or the
+        PIR's no motion; the display's idle screen)."""
         now = self._clock()
         change = self.idle.observe(frame.capture_ns, frame.faces)
         if change is not None:
+            self.presence.report(FACES, not self.idle.idle, change)
             self.telemetry.set_mode("idle" if self.idle.idle else "normal", change)
             if self._ladder is not None:
                 self._ladder.pause(now)
-        frame.idle = frame.idle or self.idle.idle
+        # the final word, after this frame's faces: a face that ends idle mode is not idle
+        frame.idle = self.presence.nobody
         if self._ladder is None or self.idle.idle or not self.settings.adaptive:
             return
         self._ladder.sample(now, process_ms)

@@ -19,8 +19,10 @@ runner and the adaptive controller use it in the processor's place. It owns:
 - the named fps caps (``set_cap``): the lowest cap in force is applied to the
   adaptive controller (``bind_caps``), and names the drops: the thermal
   governor's cap drops frames as ``thermal``, the PIR sensor's (nobody there)
-  as ``no_motion``; while a ``no_motion`` cap is in force, frames leave the
-  chain marked ``idle`` (the display's idle screen).
+  as ``no_motion``;
+- the presence signal (``presence``, see ``presence.py``): while it says
+  nobody is there (the PIR's no motion, the pipeline's no face), frames leave
+  the chain marked ``idle`` (the display's idle screen).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Protocol
 
 from appliance.media.frames import Frame
 from appliance.media.overlays import draw_notice
+from appliance.pipeline.presence import Presence
 from appliance.pipeline.quality import QualityLevel
 from appliance.pipeline.telemetry import Drop
 
@@ -90,7 +93,12 @@ class Unlimited:
 class ProcessingChain:
     """``inner`` behind ``lock``, under the governor's latest action and the fps caps."""
 
-    def __init__(self, inner: TunableProcessor, lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self,
+        inner: TunableProcessor,
+        lock: threading.RLock | None = None,
+        presence: Presence | None = None,
+    ) -> None:
         self.inner = inner
         self.lock = lock or threading.RLock()
         self._asked = inner.quality
@@ -99,7 +107,7 @@ class ProcessingChain:
         self._pending_lock = threading.Lock()
         self._caps: dict[str, tuple[float, Drop]] = {}
         self._cap_target: CapTarget | None = None
-        self._nobody = False  # a no_motion cap is in force
+        self.presence = presence or Presence()  # is anybody there (both idle timers)
 
     def __repr__(self) -> str:
         return f"ProcessingChain({self.inner!r}, {self._action!r})"
@@ -130,7 +138,6 @@ class ProcessingChain:
                 self._caps.pop(why, None)
             else:
                 self._caps[why] = (fps, drop)
-            self._nobody = any(d is Drop.NO_MOTION for _, d in self._caps.values())
         self._apply_caps()
 
     @property
@@ -166,7 +173,7 @@ class ProcessingChain:
 
     def process(self, frame: Frame) -> Frame:
         self._take_pending()
-        frame.idle = frame.idle or self._nobody
+        frame.idle = frame.idle or self.presence.nobody
         if not self._action.swapping:
             draw_notice(frame.image, self._action.notice)
             frame.faces = 0
