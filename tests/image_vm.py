@@ -75,7 +75,7 @@ class Vm:
             "root=LABEL=RASPIROOT rw console=ttyAMA0 systemd.journald.forward_to_console=1",
             "-drive", f"file={self.image},if=virtio,format=raw",
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:8000",
-            "-device", "virtio-net-pci,netdev=n0",
+            "-device", "virtio-net-pci,netdev=n0,romfile=",
             "-device", "virtio-gpu-pci",
             "-display", "none",
             "-serial", f"file:{self.serial}",
@@ -241,3 +241,27 @@ def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]
     ]
     subprocess.run(dd, check=True)
     reader.close()
+
+
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def change_password(port: int, old: str, new: str) -> str:
+    """Log in as admin with ``old`` through the admin page and set ``new``; the last page."""
+    import http.cookiejar
+    import urllib.parse
+
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+
+    def form(path: str, fields: dict[str, str]) -> str:
+        with opener.open(base + path, timeout=120) as page:
+            found = _CSRF.search(page.read().decode(errors="replace"))
+        data = urllib.parse.urlencode({**fields, "csrf_token": found.group(1) if found else ""})
+        with opener.open(base + path, data=data.encode(), timeout=120) as answer:
+            return str(answer.read().decode(errors="replace"))
+
+    form("/login", {"username": "admin", "password": old})
+    return form("/password", {"current": old, "new": new, "confirm": new})

@@ -24,7 +24,7 @@ import pytest
 from PIL import Image
 
 from appliance.media.overlays import ACCENT_RGB, BACKGROUND_RGB, TEXT_RGB
-from tests.image_vm import RootReader, Vm, inject, partitions
+from tests.image_vm import RootReader, Vm, change_password, inject, partitions
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MIRROR_IMAGE_TEST") != "1", reason="slow: run with `make test-image`"
@@ -36,7 +36,7 @@ GROW = 512 * 1024 * 1024
 SECRETS = ("/var/lib/mirror/web/auth.json", "/var/lib/mirror/web/secret_key", "/etc/machine-id")
 PASSWORD_LINE = "admin password (first start"
 # Test-only additions to one copy: the demo source instead of the missing camera (frames
-# flow: READY, then WATCHDOG=1), and a unit that stops the mirror's process 60 s after it
+# flow: READY, then WATCHDOG=1), and a unit that stops the mirror's process 240 s after it
 # started (the frame loop stalls): systemd's watchdog must kill and restart it.
 DEMO = """[Service]
 ExecStart=
@@ -47,7 +47,7 @@ STALL = """[Unit]
 After=mirror.service
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c 'sleep 60; kill -STOP "$(systemctl show -P MainPID mirror.service)"'
+ExecStart=/bin/sh -c 'sleep 240; kill -STOP "$(systemctl show -P MainPID mirror.service)"'
 """
 STALL_UNIT = "/etc/systemd/system/mirror-stall-test.service"
 
@@ -123,6 +123,12 @@ def _check_first_boot_screen(shot: Path) -> None:
         assert _share(picture, ACCENT_RGB) > 0.001 and _share(picture, TEXT_RGB) > 0.001
 
 
+def _shot(vm: Vm, out: Path) -> Path:
+    out.unlink(missing_ok=True)
+    vm.screendump(out)
+    return out
+
+
 def _secrets(image: Path, work: Path) -> tuple[dict[str, bytes | None], str, RootReader]:
     reader = RootReader(image, work)
     return {path: reader.read(path) for path in SECRETS}, reader.journal(), reader
@@ -190,6 +196,14 @@ def test_the_demo_source_sends_ready_and_a_stalled_loop_is_restarted_by_the_watc
         assert vm.wait_console(r"Started .*Face-swap mirror", BOOT_S), vm.console()[-3000:]
         answer = vm.wait_healthz(BOOT_S)
         assert answer is not None and answer[0] == 200, answer
+        said = vm.wait_console(r"admin password \(first start[^:]*: (\S+)", 60)
+        assert said is not None, vm.console()[-3000:]
+        _check_first_boot_screen(_shot(vm, tmp_path / "c-first-boot.ppm"))
+        change_password(vm.port, said.group(1), "a new venue password 42")
+        time.sleep(10)  # the notice is gone: the mirror (demo frames, labelled) is on the screen
+        with Image.open(_shot(vm, tmp_path / "c-mirror.ppm")) as picture:
+            assert _share(picture, BACKGROUND_RGB) < 0.5
+            assert np.asarray(picture.convert("L")).std() > 10
         assert vm.wait_console(r"mirror\.service: Watchdog timeout", 300), vm.console()[-3000:]
         restarted = r"Watchdog timeout[\s\S]*Started .*Face-swap mirror"
         assert vm.wait_console(restarted, BOOT_S), vm.console()[-3000:]

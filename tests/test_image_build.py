@@ -106,6 +106,7 @@ def test_image_files_leave_nothing_unique_and_the_check_finds_a_secret(tmp_path:
     assert secrets_in(root) == []
     assert (root / "etc/machine-id").read_text() == "uninitialized\n"
     assert not (root / "etc/systemd/system/multi-user.target.wants/ssh.service").exists()
+    assert (root / "etc/ssh/sshd_not_to_be_run").is_file()
     assert os.readlink(root / "etc/systemd/system/systemd-firstboot.service") == "/dev/null"
     assert (root / "boot/firmware/mirror.yaml").is_file()
     unit = (root / "etc/systemd/system/mirror-firstboot.service").read_text()

@@ -67,6 +67,7 @@ def test_a_full_venue_is_applied_and_a_second_run_changes_nothing(tmp_path: Path
     assert (wants / "wpa_supplicant@wlan0.service").is_symlink()
     assert (wants / "ssh.service").is_symlink()
     assert (root / "root/.ssh/authorized_keys").read_text() == key + "\n"
+    assert not (root / "etc/ssh/sshd_not_to_be_run").exists()
     assert list((root / "etc/ssh").glob("ssh_host_ed25519_key"))  # this device's own host keys
     assert os.readlink(root / "etc/localtime") == "/usr/share/zoneinfo/Europe/London"
     assert yaml.safe_load((root / "var/lib/mirror/web/web.yaml").read_text())["port"] == 8080
@@ -81,6 +82,7 @@ def test_without_a_key_ssh_is_turned_off_again(tmp_path: Path) -> None:
     done = apply_venue(root, Venue())
     assert not (root / "etc/systemd/system/multi-user.target.wants/ssh.service").exists()
     assert not (root / "root/.ssh/authorized_keys").exists()
+    assert (root / "etc/ssh/sshd_not_to_be_run").is_file()  # Debian's switch: ssh.socket too
     assert done.stop == ["ssh.service"]
 
 

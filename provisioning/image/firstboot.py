@@ -43,6 +43,9 @@ SERIALS = (
     PurePosixPath("/proc/device-tree/serial-number"),
 )
 WEB_YAML = PurePosixPath("/var/lib/mirror/web/web.yaml")
+# Debian's own switch: ssh.service and ssh.socket do not start while it exists
+SSH_OFF = PurePosixPath("/etc/ssh/sshd_not_to_be_run")
+SSH_OFF_TEXT = "SSH is off: give a public key in the venue file (mirror.yaml) to turn it on.\n"
 
 WIRED_TEXT = (
     "# Written by the mirror image: Ethernet by DHCP.\n[Match]\nType=ether\n\n[Network]\nDHCP=yes\n"
@@ -173,6 +176,7 @@ def _ssh(root: Path, venue: Venue, done: Applied) -> None:
         was_on = _host(root, links[0]).is_symlink()
         for path in (keys, *links):
             _remove(root, path, done)
+        _write(root, SSH_OFF, SSH_OFF_TEXT, 0o644, done)
         if was_on:
             done.stop.append(SSH_UNIT)
         return
@@ -185,6 +189,7 @@ def _ssh(root: Path, venue: Venue, done: Applied) -> None:
         done.changed.append("SSH host keys made for this device")
     for path in links:
         _link(root, path, "/lib/systemd/system/ssh.service", done)
+    _remove(root, SSH_OFF, done)
     done.start.append(SSH_UNIT)
 
 

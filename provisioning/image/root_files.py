@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path, PurePosixPath
 
-from provisioning.image.firstboot import WIRED, WIRED_TEXT
+from provisioning.image.firstboot import SSH_OFF, SSH_OFF_TEXT, WIRED, WIRED_TEXT
 from provisioning.image.spec import BOOT_LABEL, ROOT_LABEL
 from provisioning.image.venue import TEMPLATE
 from provisioning.layout import DEFAULT_VENV, Layout
@@ -129,6 +129,7 @@ def make_anonymous(root: Path) -> None:
             else:
                 found.unlink()
     _write(root, "/etc/machine-id", "uninitialized\n", 0o444)
+    _write(root, SSH_OFF, SSH_OFF_TEXT)
     (root / "var/log/journal").mkdir(parents=True, exist_ok=True)  # a persistent journal
 
 
