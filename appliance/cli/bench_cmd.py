@@ -2,9 +2,11 @@
 
 Clips: each ``*.mp4`` of ``--media`` (../shared/media by default), or the
 demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
-(``--faces``; 3 faces by tiling), played as a live camera at ``--fps``.
-Prints a line per run, then a table and the issue's targets checked on the
-pipeline rows; ``--json`` also writes every figure, ``--markdown [FILE]``
+(``--faces``; 3 faces by tiling; ``group``: 3 small faces, a tiled half-body
+shot), played as a live camera at ``--fps``; ``--cores N`` holds the process
+to N CPUs. Prints a line per run, then a table and the issue's targets
+(``bench_targets``) checked on the pipeline rows; ``--json`` also writes
+every figure, ``--markdown [FILE]``
 the table as a Markdown page (docs/benchmarks.md by default). ``--liveness`` benchmarks
 the liveness gate instead (``bench_liveness_cmd``).
 """
@@ -15,7 +17,7 @@ import argparse
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +29,43 @@ from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
 from appliance.pipeline.factory import build_processor
 from appliance.tools.bench import STAGES, VARIANTS, VariantResult, run_variant
-from appliance.tools.bench_clips import FACES, build_clips, demo_clip, video_clip
+from appliance.tools.bench_clips import (
+    FACES,
+    BenchClip,
+    build_clips,
+    build_group,
+    demo_clip,
+    video_clip,
+)
 from appliance.tools.bench_markdown import check_writable, format_markdown, write_markdown
+from appliance.tools.bench_targets import Check, check_targets, format_targets
+from appliance.tools.cores import pin_cores
 from appliance.tools.live_clip import JpegClip
+from appliance.tools.thread_cpu import percent_line
 from appliance.vision.identity import read_image
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MEDIA = REPO_ROOT.parent / "shared" / "media"
 DEFAULT_MARKDOWN = REPO_ROOT / "docs" / "benchmarks.md"
-TARGET_FPS = 30.0
-FPS_SLACK = 0.97  # the rate is measured over the run's wall time, start-up included
-TARGET_P95_MS = {(640, 480): 33.0, (1280, 720): 50.0}  # one face, end to end
-FACES_FACTOR = 2.0  # three faces: at most this times the one-face p95
+GROUP = "group"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("bench", help="benchmark a naive loop against the live pipeline")
     parser.add_argument("--frames", type=int, default=150, help="frames per clip and variant")
     parser.add_argument("--sizes", default="640x480,1280x720", help="comma-separated WxH")
-    parser.add_argument("--faces", default="1,3", help="face counts: 1 and/or 3 (tiled)")
+    parser.add_argument(
+        "--faces",
+        default="1,3,group",
+        help="cases: 1, 3 (tiled) and/or group (3 small faces, a tiled half-body shot)",
+    )
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        help="hold the process to this many CPUs (1: a Raspberry-Pi-class budget)",
+    )
     parser.add_argument(
         "--media",
         type=Path,
@@ -70,14 +89,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_bench)
 
 
-def _faces(text: str) -> tuple[int, ...]:
+def _faces(text: str) -> tuple[tuple[int, ...], bool]:
+    """The face counts asked for, and whether the group case is."""
+    parts = [part.strip() for part in text.split(",")]
+    group = GROUP in parts
     try:
-        faces = tuple(int(part) for part in text.split(","))
+        faces = tuple(int(part) for part in parts if part != GROUP)
     except ValueError:
-        faces = ()
-    if not faces or any(f not in FACES for f in faces):
-        raise ConfigError(f"--faces must list face counts among {FACES}, got {text!r}")
-    return faces
+        faces, group = (), False
+    if not (faces or group) or any(f not in FACES for f in faces):
+        raise ConfigError(
+            f"--faces must list cases among {', '.join(map(str, FACES))} and {GROUP}, got {text!r}"
+        )
+    return faces, group
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -87,6 +111,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--fps must be > 0, got {args.fps}")
     if args.markdown is not None:
         check_writable(args.markdown)
+    if args.cores is not None:
+        pin_cores(args.cores)
 
 
 def _base_clips(
@@ -111,18 +137,21 @@ def _bench(args: argparse.Namespace) -> int:
         return bench_liveness(args)
     _check(args)
     sizes = [parse_size(s) for s in args.sizes.split(",")]
-    faces = _faces(args.faces)
+    faces, group = _faces(args.faces)
     settings = load_cli_settings(args)
     store = ModelStore()
     processor = build_processor(settings, store, args.identity)
     results: list[VariantResult] = []
     for name, base in _base_clips(args, store, sizes):
-        for clip in build_clips(name, base, faces):
+        clips: list[BenchClip] = list(build_clips(name, base, faces))
+        if group:
+            clips.append(build_group(name, base))
+        for clip in clips:
             for variant in VARIANTS:
                 result = run_variant(variant, clip, processor, args.frames, fps=args.fps)
                 results.append(result)
                 print(f"bench: {_progress(result)}", flush=True)
-    checks = check_targets(results)
+    checks = check_targets(results, args.cores)
     print()
     print(format_table(results))
     print()
@@ -141,6 +170,8 @@ def _progress(r: VariantResult) -> str:
         f"{r.output_fps:.1f} fps, e2e p95 {_ms(r.e2e_ms['p95'])} ms, "
         f"{r.dropped_total} dropped, {r.stale_shown} stale shown, {r.faces_found:.1f} faces found"
         + (f", quality at the end: {r.extra['quality']}" if "quality" in r.extra else "")
+        + "".join(f"; ladder {step}" for step in r.extra.get("ladder", []))
+        + f"; CPU % by thread: {percent_line(r.thread_cpu_ms, r.wall_s)}"
     )
 
 
@@ -152,6 +183,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "faces": args.faces,
         "media": str(args.media),
         "identity": args.identity,
+        **({"cores": args.cores} if args.cores is not None else {}),
     }
 
 
@@ -181,7 +213,7 @@ def format_table(results: list[VariantResult]) -> str:
     header = (
         f"{'clip':24} {'size':9} {'faces':>5} {'variant':8} {'fps':>5} "
         f"{'e2e p50/p95/p99 ms':>19} {'drop':>4} {'stale':>5} {'cpu%':>5} {'rssMiB':>6} "
-        f"{'found':>5} {'swap%':>5}"
+        f"{'found':>5} {'swap%':>5} {'cpu% by thread':24}"
     )
     header += "".join(f" {stage + ' p50/p95':>17}" for stage in STAGES)
     lines = [header, "-" * len(header)]
@@ -191,73 +223,12 @@ def format_table(results: list[VariantResult]) -> str:
         line = (
             f"{r.clip[:24]:24} {f'{r.size[0]}x{r.size[1]}':9} {r.faces:5d} {r.variant:8} "
             f"{r.output_fps:5.1f} {e2e:>19} {r.dropped_total:4d} {r.stale_shown:5d} "
-            f"{r.cpu_percent:5.0f} {r.peak_rss_mib:6.0f} {r.faces_found:5.2f} {swap:5.0f}"
+            f"{r.cpu_percent:5.0f} {r.peak_rss_mib:6.0f} {r.faces_found:5.2f} {swap:5.0f} "
+            f"{percent_line(r.thread_cpu_ms, r.wall_s, top=3)[:24]:24}"
         )
         for stage in STAGES:
             s = r.stages_ms.get(stage)
             cell = "-" if s is None else f"{_ms(s['p50'])}/{_ms(s['p95'])}"
             line += f" {cell:>17}"
         lines.append(line)
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One target checked on one pipeline run."""
-
-    clip: str
-    size: str
-    faces: int
-    target: str
-    passed: bool
-    figures: str
-
-
-def check_targets(results: list[VariantResult]) -> list[Check]:
-    """The issue's targets, checked on the pipeline rows."""
-    rows = [r for r in results if r.variant == "pipeline"]
-    one_face = {(r.clip, r.size): r for r in rows if r.faces == 1}
-    checks: list[Check] = []
-    for r in rows:
-        if r.faces == 1 and r.size in TARGET_P95_MS:
-            checks.append(_one_face_check(r))
-        elif r.faces > 1 and (base := one_face.get((r.clip, r.size))) is not None:
-            checks.append(_many_faces_check(r, base))
-    return checks
-
-
-def _one_face_check(r: VariantResult) -> Check:
-    limit = TARGET_P95_MS[r.size]
-    p95 = r.e2e_ms["p95"]
-    passed = p95 is not None and p95 <= limit
-    target = f"e2e p95 <= {limit:g} ms"
-    figures = f"p95 {_ms(p95)} ms"
-    if r.size == (640, 480):
-        min_fps = TARGET_FPS * FPS_SLACK
-        passed = passed and r.output_fps >= min_fps and r.stale_shown == 0
-        target += f", >= {min_fps:.1f} fps, 0 stale shown"
-        figures += f", {r.output_fps:.1f} fps, {r.stale_shown} stale shown"
-    return Check(r.clip, _size(r), r.faces, target, passed, figures)
-
-
-def _many_faces_check(r: VariantResult, base: VariantResult) -> Check:
-    p95, base_p95 = r.e2e_ms["p95"], base.e2e_ms["p95"]
-    limit = None if base_p95 is None else FACES_FACTOR * base_p95
-    passed = p95 is not None and limit is not None and p95 <= limit
-    target = f"e2e p95 <= {FACES_FACTOR:g} x 1-face p95 ({_ms(limit)} ms)"
-    figures = f"p95 {_ms(p95)} ms, {r.faces_found:.2f} faces found per frame"
-    return Check(r.clip, _size(r), r.faces, target, passed, figures)
-
-
-def _size(r: VariantResult) -> str:
-    return f"{r.size[0]}x{r.size[1]}"
-
-
-def format_targets(checks: list[Check]) -> str:
-    lines = ["targets (pipeline rows):"]
-    if not checks:
-        lines.append("  none apply to these sizes and face counts")
-    for c in checks:
-        verdict = "PASS" if c.passed else "FAIL"
-        lines.append(f"  {verdict}  {c.clip} {c.size} {c.faces} face(s): {c.target}: {c.figures}")
     return "\n".join(lines)

@@ -14,7 +14,9 @@ that checks what it is given.
 Figures per variant: per-stage and end-to-end latency (capture to hand-off
 to the output), output fps (frames shown over the run's wall time), frames
 dropped by reason (``camera``: captured but never read), stale frames shown,
-process CPU % (200 % = two busy cores) and peak RSS.
+process CPU % (200 % = two busy cores), CPU time per thread, peak RSS, the
+faces found per shown frame (mean and median) and the output rate over the
+run's second half (``settled_fps``: after the degrade ladder had time to act).
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ class VariantResult:
     cpu_percent: float = 0.0
     peak_rss_mib: float = 0.0
     faces_found: float = 0.0  # faces per shown frame, on average
+    faces_median: float = 0.0  # faces per shown frame, the median
     swapped: int = 0  # shown frames with a swapped face
+    settled_fps: float = 0.0  # output rate over the run's second half
+    thread_cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU time by thread name
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -100,12 +105,22 @@ class CheckingSink(NullSink):
         self.stale = 0
         self.faces = 0
         self.swapped = 0
+        self.per_frame: list[int] = []  # faces of each shown frame
+        self.shown_ns: list[int] = []  # when each frame was shown (monotonic)
 
     def _write(self, frame: Frame) -> None:
         super()._write(frame)
         self.stale += int(age_ms(frame) > self.budget_ms)
         self.faces += frame.faces
         self.swapped += int(frame.swapped)
+        self.per_frame.append(frame.faces)
+        self.shown_ns.append(time.monotonic_ns())
+
+    def settled_fps(self, start_ns: int, end_ns: int) -> float:
+        """Frames shown per second over the second half of ``[start_ns, end_ns]``."""
+        half = (start_ns + end_ns) // 2
+        span_s = (end_ns - half) / 1e9
+        return sum(1 for t in self.shown_ns if t >= half) / span_s if span_s > 0 else 0.0
 
 
 def _summary(values: Sequence[float] | LatencySummary) -> Summary:
@@ -131,8 +146,10 @@ def run_variant(
     _warm_up(clip.clip, processor)
     source, sink = LiveClipSource(clip.clip, fps, frames), CheckingSink(budget_ms)
     run = _run_naive if variant == "naive" else _run_pipeline
+    start_ns = time.monotonic_ns()
     with ResourceMeter() as meter:
         result = run(source, processor, sink, budget_ms)
+    result.settled_fps = sink.settled_fps(start_ns, time.monotonic_ns())
     result.clip, result.size, result.faces = clip.name, clip.size, clip.faces
     result.frames_offered, result.frames_read = source.frames_offered, source.frames_read
     result.dropped["camera"] = source.frames_offered - source.frames_read
@@ -223,6 +240,11 @@ def _run_pipeline(
             "passthrough": snap.passthrough,
             "quality": snap.quality,
             "degrade_level": snap.degrade_level,
+            "ladder": [
+                f"{t.from_state} -> {t.to_state}: {t.reason}"
+                for t in snap.transitions
+                if t.subject == "degrade"
+            ],
         },
     )
 
@@ -235,6 +257,8 @@ def _add_figures(result: VariantResult, meter: ResourceMeter, sink: CheckingSink
     result.output_fps = shown / meter.wall_s if meter.wall_s > 0 else 0.0
     result.stale_shown = sink.stale
     result.faces_found = sink.faces / shown if shown else 0.0
+    result.faces_median = float(np.median(sink.per_frame)) if shown else 0.0
+    result.thread_cpu_ms = {k: round(v, 1) for k, v in meter.thread_cpu_ms.items()}
     result.swapped = sink.swapped
     result.cpu_percent = meter.cpu_percent
     result.peak_rss_mib = meter.peak_rss_mib

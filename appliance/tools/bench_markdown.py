@@ -17,6 +17,7 @@ from typing import Protocol
 from appliance.errors import OutputError
 from appliance.fileio import atomic_write_text
 from appliance.tools.bench import STAGES, VariantResult
+from appliance.tools.thread_cpu import percent_line
 
 
 class TargetCheck(Protocol):
@@ -78,6 +79,7 @@ def _row(r: VariantResult) -> str:
         str(r.dropped_total),
         str(r.stale_shown),
         f"{r.cpu_percent:.0f}",
+        percent_line(r.thread_cpu_ms, r.wall_s),
         f"{r.peak_rss_mib:.0f}",
         f"{r.faces_found:.2f}",
         f"{swap:.0f}",
@@ -99,7 +101,7 @@ def format_markdown(
     argv = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
     header = [
         "clip", "size", "faces", "variant", "fps", "e2e p50 / p95 / p99 ms", "dropped",
-        "stale shown", "CPU %", "peak RSS MiB", "faces found", "swapped %",
+        "stale shown", "CPU %", "CPU % by thread", "peak RSS MiB", "faces found", "swapped %",
         *(f"{stage} p50 / p95 ms" for stage in STAGES),
     ]  # fmt: skip
     lines = [
@@ -119,7 +121,11 @@ def format_markdown(
         "- variants: `naive` (read, detect every frame, swap, write in one thread) and",
         "  `pipeline` (the real runner: capture, process and output threads, tracking,",
         "  stale frames dropped); both read an emulated live MJPG camera.",
-        "- CPU % is of one core (200 % = two busy cores); latencies are capture to output.",
+        "- CPU % is of one core (200 % = two busy cores), also per thread (`process`,",
+        "  `capture`, the sinks, `faces`: the second face worker, `native`: the",
+        "  runtimes' own pools); latencies are capture to output (JPEG decode included).",
+        "- cases: 1 face, 3 faces (three copies of the clip tiled 2x2) and `(group)`:",
+        "  three small faces (the clip shrunk to a quarter, as a half-body shot, tiled).",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
@@ -135,6 +141,8 @@ def format_markdown(
         lines.append(
             f"- **{verdict}** {c.clip} {c.size} {c.faces} face(s): {c.target}: {c.figures}"
         )
+    if checks:
+        lines += ["", f"{sum(c.passed for c in checks)} of {len(checks)} targets passed."]
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,8 @@ process CPU time (all threads) as a percentage of that wall time (so two busy
 cores read 200 %), and the peak resident set size seen by a sampler thread
 reading ``/proc/self/statm``. Where ``/proc`` is absent the peak falls back to
 ``getrusage``'s ``ru_maxrss``, which is the peak of the whole process life.
+The same sampler follows the CPU time of each thread (``thread_cpu``):
+``thread_cpu_ms`` by thread name.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 
 from typing_extensions import Self
+
+from appliance.tools.thread_cpu import ThreadCpu
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ def max_rss_bytes() -> int:
 class ResourceMeter:
     """Measures wall time, CPU % and peak RSS (MiB) between ``__enter__`` and ``__exit__``."""
 
-    def __init__(self, interval_s: float = 0.02) -> None:
+    def __init__(self, interval_s: float = 0.05) -> None:
         self.interval_s = interval_s
         self.wall_s = 0.0
         self.cpu_s = 0.0
@@ -52,6 +56,8 @@ class ResourceMeter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._wall0 = self._cpu0 = 0.0
+        self._threads = ThreadCpu()
+        self.thread_cpu_ms: dict[str, float] = {}  # by thread name, largest first
 
     @property
     def cpu_percent(self) -> float:
@@ -64,6 +70,7 @@ class ResourceMeter:
 
     def __enter__(self) -> Self:
         self.peak_rss_bytes = rss_bytes() or 0
+        self._threads.start()
         if self.peak_rss_bytes:
             self._stop.clear()
             self._thread = threading.Thread(target=self._sample, name="mirror-rss", daemon=True)
@@ -81,12 +88,15 @@ class ResourceMeter:
         self.cpu_s = time.process_time() - self._cpu0
         if self._thread is None:
             self.peak_rss_bytes = max_rss_bytes()
-            return
-        self._stop.set()
-        self._thread.join()
-        self._thread = None
-        self.peak_rss_bytes = max(self.peak_rss_bytes, rss_bytes() or 0)
+        else:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self.peak_rss_bytes = max(self.peak_rss_bytes, rss_bytes() or 0)
+        self._threads.update()
+        self.thread_cpu_ms = self._threads.by_name()
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.peak_rss_bytes = max(self.peak_rss_bytes, rss_bytes() or 0)
+            self._threads.update()

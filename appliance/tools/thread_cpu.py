@@ -1,0 +1,104 @@
+"""CPU time per thread of this process, from ``/proc/self/task`` (Linux).
+
+Each task's ``schedstat`` holds its time on a CPU in nanoseconds (``stat``'s
+utime + stime, in clock ticks, where it is absent). Python threads are named
+by their ``threading`` name through their native id; the runtimes' own
+threads (OpenCV's and XNNPACK's pools) have no Python name and are added up
+under ``NATIVE``. A thread that ends keeps the time last sampled for it, so
+callers sample every few tens of milliseconds while the work runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+TASKS = Path("/proc/self/task")
+NATIVE = "native"
+_TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def task_cpu_ns(tid: int, tasks: Path = TASKS) -> int | None:
+    """CPU time of task ``tid`` so far (ns), or None when it is gone or unreadable."""
+    folder = tasks / str(tid)
+    try:
+        return int((folder / "schedstat").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        fields = (folder / "stat").read_text().rsplit(")", 1)[1].split()
+        return round((int(fields[11]) + int(fields[12])) * _TICK_NS)  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def sample(tasks: Path = TASKS) -> dict[int, int]:
+    """CPU time (ns) of every task of this process now, by task id."""
+    try:
+        tids = [int(p.name) for p in tasks.iterdir() if p.name.isdigit()]
+    except OSError:
+        return {}
+    out: dict[int, int] = {}
+    for tid in tids:
+        ns = task_cpu_ns(tid, tasks)
+        if ns is not None:
+            out[tid] = ns
+    return out
+
+
+def python_names() -> dict[int, str]:
+    """The ``threading`` name of each live Python thread, by native id."""
+    return {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+
+
+class ThreadCpu:
+    """Per-thread CPU time between ``start`` and the last ``update``, by thread name."""
+
+    def __init__(self, tasks: Path = TASKS) -> None:
+        self.tasks = tasks
+        self._start: dict[int, int] = {}
+        self._last: dict[int, int] = {}
+        self._names: dict[int, str] = {}
+
+    def start(self) -> None:
+        self._start = sample(self.tasks)
+        self._last = dict(self._start)
+        self._names = python_names()
+
+    def update(self) -> None:
+        """Take a sample (threads that started since are counted from zero)."""
+        self._last.update(sample(self.tasks))
+        self._names.update(python_names())
+
+    def by_name(self) -> dict[str, float]:
+        """Milliseconds of CPU per thread name (repeated names added up), largest first."""
+        totals: dict[str, float] = {}
+        for tid, ns in self._last.items():
+            name = self._names.get(tid, NATIVE)
+            used = (ns - self._start.get(tid, 0)) / 1e6
+            if used > 0:
+                totals[name] = totals.get(name, 0.0) + used
+        return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def short_name(name: str) -> str:
+    """A thread's name without the runner's prefix and pool numbering (``faces_0``)."""
+    name = name.removeprefix("mirror-")
+    return name.split("_")[0] if name.startswith("faces") else name
+
+
+def percent_line(cpu_ms: Mapping[str, float], wall_s: float, top: int = 4) -> str:
+    """``process 61 / capture 9 / ...`` (% of one core) for the ``top`` busiest threads."""
+    if wall_s <= 0 or not cpu_ms:
+        return "-"
+    merged: dict[str, float] = {}
+    for name, ms in cpu_ms.items():
+        key = short_name(name)
+        merged[key] = merged.get(key, 0.0) + ms
+    ranked = sorted(merged.items(), key=lambda kv: -kv[1])[:top]
+    return " / ".join(f"{name} {ms / (10.0 * wall_s):.0f}" for name, ms in ranked)
