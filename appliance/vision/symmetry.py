@@ -47,6 +47,9 @@ MIRROR = _mirror_table()  # MIRROR[i]: the point that mirrors point i across the
 
 SEEN_WELL = 0.3  # visibility gap over which the better-seen side takes over
 UNSEEN = (0.12, 0.3)  # visibility below the first: not used; fully used above the second
+BLEND_SIGMA = 0.05  # own/mirror shares are smoothed this far (share of the texture size)
+MIN_CHROMA = 6.0  # a face with less chroma (Cr + Cb off grey) is a black-and-white photo
+SKIN_CHROMA = (8.0, 16.0)  # chroma distance from the face's skin: the same up to, not skin from
 MARGIN = 0.12  # texture margin around the frontal face, as a share of its size
 
 
@@ -146,15 +149,22 @@ def complete(
     other = _sample(texture_bgra, _map(uv, photo, mirror_tris, ids))
     inside = ids > 0
     per_pixel = np.where(inside, share[ids - 1], 0.0).astype(np.float32)
-    sigma = max(1.0, 0.015 * max(size))
-    blend = np.asarray(cv2.GaussianBlur(per_pixel, (0, 0), sigma), np.float32)
+    # triangle by triangle the shares are noisy (a patchwork of own and mirrored
+    # pieces on a turned cheek): they are smoothed over a good part of the cheek
+    sigma = max(1.0, BLEND_SIGMA * max(size))
+    blend = _smooth(per_pixel, inside, sigma)
     own_alpha = own[..., 3].astype(np.float32) / 255.0
     other_alpha = other[..., 3].astype(np.float32) / 255.0
-    # where the photo's own pixels are covered (a hand), the mirror side fills in
+    # what covers the mirror side (hair at the far contour) is not used: the own
+    # side stays there; where the own side is covered (a hand), the mirror fills in
+    other_ok = other_alpha * _skin_like(other[..., :3], own[..., :3], inside)
+    other_ok = np.asarray(cv2.erode(other_ok, np.ones((5, 5), np.uint8)), np.float32)  # no edges
+    blend = blend * np.asarray(_smooth(other_ok, inside, 1.5), np.float32)
     blend = np.where((own_alpha < 0.5) & (other_alpha >= 0.5), 1.0, blend)
     seen = (1.0 - share) * own_vis + share * mirror_vis
     seen_px = np.where(inside, seen[ids - 1], 0.0).astype(np.float32)
     usable = np.clip((seen_px - UNSEEN[0]) / (UNSEEN[1] - UNSEEN[0]), 0.0, 1.0)
+    usable = _smooth(usable, inside, max(1.0, 0.015 * max(size)))
     colour = own[..., :3] * (1.0 - blend[..., None]) + other[..., :3] * blend[..., None]
     alpha = (own_alpha * (1.0 - blend) + other_alpha * blend) * usable * inside
     out = np.dstack([colour, alpha * 255.0]).round().clip(0, 255).astype(np.uint8)
@@ -164,6 +174,41 @@ def complete(
         100.0 * float(share.mean()),
     )
     return Completed(np.ascontiguousarray(out), uv, seen.astype(np.float32), share)
+
+
+def _skin_like(
+    image: npt.NDArray[np.float32],
+    reference: npt.NDArray[np.float32],
+    inside: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float32]:
+    """1 where ``image`` has the face's skin colour (``reference``'s median chroma), 0 far off.
+
+    Hair or background past the far contour are not always found as occluders;
+    mirrored onto the near cheek they would show as grey or dark pieces. A
+    black-and-white photo has no chroma to tell them apart: all 1 then.
+    """
+
+    def chroma(pixels: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        ycc = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2YCrCb)
+        return ycc[..., 1:].astype(np.float32) - 128.0
+
+    ref = np.median(chroma(reference)[inside], axis=0)
+    if float(np.abs(ref).sum()) < MIN_CHROMA:
+        return np.ones(image.shape[:2], np.float32)
+    distance = np.linalg.norm(chroma(image) - ref, axis=2)
+    out: npt.NDArray[np.float32] = np.clip(
+        (SKIN_CHROMA[1] - distance) / (SKIN_CHROMA[1] - SKIN_CHROMA[0]), 0.0, 1.0
+    ).astype(np.float32)
+    return out
+
+
+def _smooth(values: FloatArray, inside: npt.NDArray[np.bool_], sigma: float) -> FloatArray:
+    """``values`` blurred over the face only (outside pixels do not pull the edge down)."""
+    weight = inside.astype(np.float32)
+    total = cv2.GaussianBlur(values * weight, (0, 0), sigma)
+    norm = cv2.GaussianBlur(weight, (0, 0), sigma)
+    out: FloatArray = np.where(inside, total / np.maximum(norm, 1e-3), 0.0).astype(np.float32)
+    return out
 
 
 def _sample(
