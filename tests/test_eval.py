@@ -294,3 +294,22 @@ def test_shape_transfer_moves_the_identity_on_a_shared_video(store: ModelStore) 
     assert shaped.d_src is not None and flat.report.d_src is not None
     assert shaped.d_src < flat.report.d_src  # the identity's shape moves it further
     assert shaped.d_src_unswapped is not None and shaped.d_src < shaped.d_src_unswapped - 0.2
+
+
+def test_label_letters_are_not_counted_as_face_detail(store: ModelStore) -> None:
+    """expressive_woman.mp4: the chin reaches the frame's bottom, under the AI label;
+    the label's letters are left out of the detail and shading figures (with them
+    the detail ratio read about 24)."""
+    from appliance.config import Settings
+    from appliance.eval import artefacts
+    from appliance.eval.clips import open_clip
+    from appliance.eval.evaluate import Models, evaluate
+    from tests.conftest import shared_media
+
+    clip = open_clip(shared_media("expressive_woman.mp4"))
+    photo = str(shared_media("portrait_woman_outdoor.jpg"))
+    settings = Settings()
+    models = Models.load(settings, store)
+    report = evaluate(photo, clip, settings, store, models=models, every=6, max_frames=6).report
+    assert report.detail_ratio is not None
+    assert report.detail_ratio < artefacts.THRESHOLDS["detail_ratio"][1], report.detail_ratio

@@ -33,6 +33,7 @@ from appliance.pipeline.processor import FrameProcessor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blendshapes import BlendshapeModel
 from appliance.vision.identity import Identity, read_image
+from appliance.vision.label import Labeler
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.roi import roi_from_landmarks
 from appliance.vision.types import FaceLandmarks
@@ -85,10 +86,12 @@ class _ClipMeter:
         identity: Descriptor | None,
         every: int,
         enrolled: Identity | None = None,
+        label: Labeler | None = None,
     ) -> None:
         self.models = models
         self.identity = identity
         self.enrolled = enrolled
+        self.label = label  # its box is left out of the artefact figures
         self.every = every
         self.keeper = SampleKeeper()
         self.previous: _Previous | None = None
@@ -132,6 +135,10 @@ class _ClipMeter:
     ) -> None:
         if self.enrolled is not None:
             record.stretch = artefacts.texture_stretch(self.enrolled, face.points)
+        if self.label is not None:  # the label's letters are not the face's detail
+            lx0, ly0, lx1, ly1 = self.label.region(original.shape)
+            mask = mask.copy()
+            mask[ly0:ly1, lx0:lx1] = 0
         x0, y0, x1, y1 = crop_box(face.points, 0, original.shape)
         local = mask[y0:y1, x0:x1]
         face_px = float(y1 - y0)
@@ -211,7 +218,7 @@ def evaluate(
     reference = models.recogniser.descriptor(photo)
     if reference is None:
         logger.warning("%s: the recogniser finds no face in the identity photo", photo_path)
-    meter = _ClipMeter(models, reference, every, processor.identity)
+    meter = _ClipMeter(models, reference, every, processor.identity, processor.labeler)
     records: list[FrameRecord] = []
     for index, image in enumerate(clip.images()):
         if index >= max_frames:
