@@ -32,7 +32,7 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
-from appliance.vision.detail import sharpen, sharpen_gain
+from appliance.vision.detail import add_grain, grain, grain_gain, sharpen, sharpen_gain
 from appliance.vision.eye_handover import own_eyes_now
 from appliance.vision.gaze import draw_irises, follow_gaze
 from appliance.vision.geometry2d import cross2
@@ -56,6 +56,7 @@ _ONE = 1 << _SHIFT
 _MIN_FACE_PX = 12
 _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
+_RING = np.ones((3, 3), np.uint8)
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
 _LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
@@ -102,6 +103,7 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
+        as_seen = roi.copy()  # the frame's own detail, before the visitor's face is moved
         own = face.points[:, :2] - np.array((x0, y0), np.float32)
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
         visitor = own if target is not None else None
@@ -121,7 +123,7 @@ class GeometricSwapper:
             t1 = add_stage_ms(timings, "colour", t1)
             warped = relight(warped, roi, mask, face_px)
             t1 = add_stage_ms(timings, "relight", t1)
-        warped = self._detail(warped, roi, mask, colour)
+        warped = self._detail(warped, as_seen, mask, colour)
         t1 = add_stage_ms(timings, "detail", t1)
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
         if strength < 1.0:
@@ -135,13 +137,21 @@ class GeometricSwapper:
 
     @staticmethod
     def _detail(warped: Image, roi: Image, mask: Image, memory: ColourMemory | None) -> Image:
-        """``warped`` sharpened to the frame's own detail (the gain eased per face)."""
+        """``warped`` sharpened, then given the frame's own fine grain, up to the frame's
+        detail (both gains eased per face)."""
         gain = sharpen_gain(warped, roi, mask)
         if gain is None:
             return warped
         if memory is not None:
             gain = memory.ease_detail(gain)
-        return sharpen(warped, gain)
+        sharp = sharpen(warped, gain)
+        layer = grain(roi)
+        amount = grain_gain(sharp, roi, layer, mask)
+        if amount is None:
+            return sharp
+        if memory is not None:
+            amount = memory.ease_grain(amount)
+        return add_grain(sharp, layer, amount)
 
     def _mask(
         self,
@@ -245,7 +255,10 @@ def _warp_face(
 
     The piecewise-affine map is continuous, so for large faces it is computed
     on a grid ``_MAP_STEP`` times coarser and interpolated: the texture is still
-    sampled once per output pixel.
+    sampled once per output pixel (a coarser grid costs visible error where
+    the mesh's triangles are small). The coarse map runs one cell past the mesh
+    (each outside cell takes a neighbouring triangle's affine), so the
+    interpolation at the outline does not blend in the "no source" marks.
     """
     w, h = size
     step = _MAP_STEP if min(w, h) >= _MAP_STEP_MIN_PX else 1
@@ -253,7 +266,8 @@ def _warp_face(
     grid = (-(-w // step), -(-h // step))
     ids = _rasterise(dst, local[:, 2], identity, grid)
     sources = [identity.texture_points] + ([visitor] if visitor is not None else [])
-    maps = _maps(sources, dst, identity.triangles, ids)
+    ringed = ids if step == 1 else np.where(ids > 0, ids, cv2.dilate(ids, _RING))
+    maps = _maps(sources, dst, identity.triangles, ringed)
     if visitor is not None:  # outside the mesh the visitor's image stays where it is
         outside = ids == 0
         gy, gx = np.nonzero(outside)
@@ -274,7 +288,7 @@ def _warp_face(
     )
     if warped.shape[2] == 4:  # where the identity's own face was covered, it is not used
         covered = np.minimum(covered, (warped[..., 3] > 127).astype(np.uint8))
-        warped = np.ascontiguousarray(warped[..., :3])
+        warped = np.asarray(cv2.cvtColor(warped, cv2.COLOR_BGRA2BGR), np.uint8)
     return warped, covered
 
 
