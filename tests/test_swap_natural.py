@@ -20,8 +20,9 @@ from appliance.eval.regions import crop_box, face_mask
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.vision import mesh
+from appliance.vision import mesh, relight
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.blend import ColourMemory
 from appliance.vision.identity import enroll, read_image
 from appliance.vision.mesh import LEFT_EYE, RIGHT_EYE
 from appliance.vision.symmetry import MIRROR, yaw_degrees_of
@@ -130,9 +131,9 @@ def test_side_lit_photo_takes_the_visitors_light_and_detail(
     frames = _swap_clip(store, analyzer, side_lit, 12)
     shading, detail = _face_figures(frames[-1], _frames(12)[-1], analyzer)
     assert artefacts.within("shading", shading), shading
-    # without sharpening this pair keeps 0.22 of the frame's detail; the 0.6
-    # threshold is not reached yet on it (see the eval figures)
-    assert detail > 0.35, detail
+    # without sharpening this pair keeps 0.22 of the frame's detail, with the
+    # unsharp mask alone (measured on the moved, resampled frame) about 0.5
+    assert artefacts.within("detail_ratio", detail), detail
 
 
 def test_irises_are_cut_out_and_the_eyes_left_bare(analyzer: FaceAnalyzer) -> None:
@@ -179,3 +180,29 @@ def test_turned_photo_cheeks_are_skin_not_pieces(analyzer: FaceAnalyzer, flip: b
     skin = np.median(chroma[used], axis=0)
     off_skin = float((np.linalg.norm(chroma - skin, axis=2)[used] > 16).mean())
     assert off_skin < 0.01, off_skin
+
+
+def test_relight_gain_is_eased_across_frames(analyzer: FaceAnalyzer) -> None:
+    """A lamp switched on at one side: the swapped face's light follows over a few
+    frames (no jump), and the gain field follows a face that changes size."""
+    frame = _frames(1)[0]
+    points = analyzer.analyze(frame, refine=True)[0].points
+    x0, y0, x1, y1 = crop_box(points, 0, frame.shape)
+    roi = np.ascontiguousarray(frame[y0:y1, x0:x1])
+    mask = face_mask(frame.shape, points)[y0:y1, x0:x1]
+    ramp = np.linspace(0.4, 1.0, roi.shape[1], dtype=np.float32)[None, :, None]
+    lamp = np.clip(roi * ramp, 0, 255).astype(np.uint8)
+    face_px = float(y1 - y0)
+    memory = ColourMemory()
+    even = relight.shading_gain(roi, roi, mask, face_px, memory.ease_shading)
+    eased = relight.shading_gain(roi, lamp, mask, face_px, memory.ease_shading)
+    at_once = relight.shading_gain(roi, lamp, mask, face_px)
+    assert even is not None and eased is not None and at_once is not None
+    inside = mask > 127
+    step = float(np.abs(at_once - even)[inside].mean())
+    assert step > 0.1  # the lamp changes the light a lot
+    moved = float(np.abs(eased - even)[inside].mean())
+    assert moved == pytest.approx(memory.rate * step, rel=0.1)  # a share of the way only
+    small = cv2.resize(roi, None, fx=0.5, fy=0.5)
+    half = cv2.resize(mask, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_NEAREST)
+    assert relight.shading_gain(small, small, half, face_px / 2, memory.ease_shading) is not None

@@ -44,6 +44,8 @@ class ColourMemory:
         self.rate = rate
         self.matrix: npt.NDArray[np.float32] | None = None
         self.detail: float | None = None  # the face's sharpening gain (appliance.vision.detail)
+        self.grain: float | None = None  # how much of the visitor's grain it takes
+        self.shading: npt.NDArray[np.float32] | None = None  # its relight gain field
 
     def ease_detail(self, gain: float) -> float:
         """The sharpening gain, eased like the colour transform."""
@@ -51,6 +53,24 @@ class ColourMemory:
             gain if self.detail is None else self.detail + self.rate * (gain - self.detail)
         )
         return self.detail
+
+    def ease_shading(self, gain: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """The relight gain field (appliance.vision.relight), eased like the colour
+        transform; a field of another size (the face grew) is resized first."""
+        previous = self.shading
+        if previous is not None and previous.shape != gain.shape:
+            size = (gain.shape[1], gain.shape[0])
+            previous = np.asarray(cv2.resize(previous, size, interpolation=cv2.INTER_LINEAR))
+        if previous is None:
+            self.shading = gain
+        else:
+            self.shading = (previous + self.rate * (gain - previous)).astype(np.float32)
+        return self.shading
+
+    def ease_grain(self, gain: float) -> float:
+        """The grain gain, eased like the colour transform."""
+        self.grain = gain if self.grain is None else self.grain + self.rate * (gain - self.grain)
+        return self.grain
 
     def ease(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         if self.matrix is None:

@@ -5,11 +5,13 @@ and of the visitor's face (each blurred inside the face mask only, so the
 background and hair do not leak in); the warped face is multiplied by their
 ratio. A side-lit photo's dark cheek disappears and the visitor's own light
 (a lamp on one side, a shadow under the brow) falls on the swapped face.
+The gain field is eased per face across frames (no flicker of the light).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -18,6 +20,7 @@ import numpy.typing as npt
 logger = logging.getLogger(__name__)
 
 Image = npt.NDArray[np.uint8]
+Ease = Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]]
 SIGMA = 0.1  # blur, as a share of the face height: shading, not features
 GAIN_RANGE = (0.5, 2.0)
 SMALL_SIDE = 48  # the luminances are blurred at about this many pixels across
@@ -34,7 +37,7 @@ def _low(
 
 
 def shading_gain(
-    warped: Image, visitor: Image, mask: Image, face_px: float
+    warped: Image, visitor: Image, mask: Image, face_px: float, ease: Ease | None = None
 ) -> npt.NDArray[np.float32] | None:
     """The per-pixel gain (full size) that gives ``warped`` the visitor's shading."""
     h, w = mask.shape
@@ -49,13 +52,21 @@ def shading_gain(
     source = _low(warped, inside, size, sigma) / norm
     gain = np.clip(target / np.maximum(source, 1.0), *GAIN_RANGE).astype(np.float32)
     gain = np.where(norm > 0.05, gain, 1.0).astype(np.float32)
+    if ease is not None:
+        gain = ease(gain)
     full = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
     return np.asarray(full, np.float32)
 
 
-def relight(warped: Image, visitor: Image, mask: Image, face_px: float) -> Image:
-    """``warped`` lit like the visitor's face under ``mask`` (a new image)."""
-    gain = shading_gain(warped, visitor, mask, face_px)
+def relight(
+    warped: Image, visitor: Image, mask: Image, face_px: float, ease: Ease | None = None
+) -> Image:
+    """``warped`` lit like the visitor's face under ``mask`` (a new image).
+
+    ``ease``: takes this frame's small gain field, gives the one to use (eased
+    across frames, appliance.vision.blend.ColourMemory.ease_shading).
+    """
+    gain = shading_gain(warped, visitor, mask, face_px, ease)
     if gain is None:
         return warped
     out: Image = np.asarray(

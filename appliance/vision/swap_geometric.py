@@ -32,7 +32,7 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
-from appliance.vision.detail import sharpen, sharpen_gain
+from appliance.vision.detail import add_grain, grain, grain_gain, sharpen, sharpen_gain
 from appliance.vision.eye_handover import own_eyes_now
 from appliance.vision.gaze import draw_irises, follow_gaze
 from appliance.vision.geometry2d import cross2
@@ -103,6 +103,7 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
+        as_seen = roi.copy()  # the frame's own detail, before the visitor's face is moved
         own = face.points[:, :2] - np.array((x0, y0), np.float32)
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
         visitor = own if target is not None else None
@@ -120,9 +121,10 @@ class GeometricSwapper:
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask, colour)
             t1 = add_stage_ms(timings, "colour", t1)
-            warped = relight(warped, roi, mask, face_px)
+            ease = None if colour is None else colour.ease_shading
+            warped = relight(warped, roi, mask, face_px, ease)
             t1 = add_stage_ms(timings, "relight", t1)
-        warped = self._detail(warped, roi, mask, colour)
+        warped = self._detail(warped, as_seen, mask, colour)
         t1 = add_stage_ms(timings, "detail", t1)
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
         if strength < 1.0:
@@ -136,13 +138,21 @@ class GeometricSwapper:
 
     @staticmethod
     def _detail(warped: Image, roi: Image, mask: Image, memory: ColourMemory | None) -> Image:
-        """``warped`` sharpened to the frame's own detail (the gain eased per face)."""
+        """``warped`` sharpened, then given the frame's own fine grain, up to the frame's
+        detail (both gains eased per face)."""
         gain = sharpen_gain(warped, roi, mask)
         if gain is None:
             return warped
         if memory is not None:
             gain = memory.ease_detail(gain)
-        return sharpen(warped, gain)
+        sharp = sharpen(warped, gain)
+        layer = grain(roi)
+        amount = grain_gain(sharp, roi, layer, mask)
+        if amount is None:
+            return sharp
+        if memory is not None:
+            amount = memory.ease_grain(amount)
+        return add_grain(sharp, layer, amount)
 
     def _mask(
         self,
