@@ -21,7 +21,7 @@ from waitress.server import create_server
 from waitress.wasyncore import close_all
 
 from appliance.errors import OutputError
-from appliance.running import StartStop
+from appliance.running import Lifecycle
 from web_ui.context import web_context
 
 logger = logging.getLogger(__name__)
@@ -31,25 +31,27 @@ DEFAULT_THREADS = 8
 OUTBUF_HIGH_BYTES = 1 << 20  # waitress's default is 16 MiB per connection
 
 
-class WebServer(StartStop):
-    """One waitress server for ``app`` on ``host:port``; a context manager."""
+class WebServer(Lifecycle):
+    """One waitress server for ``app`` on ``host:port``; a context manager (restartable)."""
+
+    stop_timeout_s = JOIN_TIMEOUT_S
 
     def __init__(self, app: Flask, host: str, port: int, threads: int = DEFAULT_THREADS) -> None:
+        super().__init__()
         self.app = app
         self.host = host
         self.port = port
         self.threads = threads
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._ending: tuple[Any, threading.Thread | None] | None = None  # stopped, not joined
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    def start(self) -> None:
-        if self._server is not None:
-            return
+    def _on_start(self) -> None:
         try:
             server = create_server(
                 self.app,
@@ -74,7 +76,7 @@ class WebServer(StartStop):
         self._thread.start()
         logger.info("admin UI at %s", self.url)
 
-    def stop(self) -> None:
+    def _on_stop(self) -> None:
         server, self._server = self._server, None
         thread, self._thread = self._thread, None
         if server is None:
@@ -84,11 +86,25 @@ class WebServer(StartStop):
         ctx.close_connection = None
         # close every socket from the server's own loop thread, which then ends
         server.trigger.pull_trigger(lambda: close_all(server._map))
+        self._ending = (server, thread)
+
+    def _join(self, timeout_s: float) -> bool:
+        """Wait for the loop thread and the request threads (each up to ``timeout_s``)."""
+        if self._ending is None:
+            return True
+        server, thread = self._ending
+        joined = True
         if thread is not None:
-            thread.join(JOIN_TIMEOUT_S)
+            thread.join(timeout_s)
             if thread.is_alive():
-                logger.warning("admin UI thread did not stop within %s s", JOIN_TIMEOUT_S)
-        server.task_dispatcher.shutdown(timeout=JOIN_TIMEOUT_S)
+                logger.warning("admin UI thread did not stop within %s s", timeout_s)
+                joined = False
+        server.task_dispatcher.shutdown(timeout=timeout_s)  # warns of threads still running
+        if server.task_dispatcher.threads:
+            joined = False
+        if joined:
+            self._ending = None
+        return joined
 
     def close_connection(self, host: str, port: int) -> None:
         """Close the connection from ``host:port`` (from the server's loop thread), if open."""

@@ -22,7 +22,7 @@ from appliance.gpio.button import PanelButton
 from appliance.gpio.motion import MotionWatch
 from appliance.gpio.pin_factory import choose_pin_factory
 from appliance.gpio.status_led import StatusLed
-from appliance.running import Closing
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +68,11 @@ def resolve_pin_factory(pin_factory: Any = None) -> tuple[Any, str]:
     return choose_pin_factory(pin_factory)
 
 
-class GpioPanel(Closing):
-    """The open GPIO devices (any of them may be None) and why the others are off."""
+class GpioPanel(Lifecycle):
+    """The open GPIO devices (any of them may be None) and why the others are off.
+
+    Open from the start (``start()`` does nothing); ``close()`` releases every pin.
+    """
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class GpioPanel(Closing):
         notes: tuple[str, ...] = (),
         pin_factory: Any = None,
     ) -> None:
+        super().__init__()
         self.led = led
         self.button = button
         self.motion = motion
@@ -130,8 +134,8 @@ class GpioPanel(Closing):
                 lines.append(device.describe())
         return lines + list(self.notes[1:])
 
-    def close(self) -> None:
-        """Release every pin (safe to call twice)."""
+    def _on_close(self) -> None:
+        """Release every pin (``close()`` is safe to call twice)."""
         for device in (self.led, self.button, self.motion):
             if device is not None:
                 device.close()

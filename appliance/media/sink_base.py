@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from appliance.media.frames import Frame
-from appliance.media.lifecycle import Lifecycle
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from appliance.errors import SourceError
 from appliance.media.frames import Frame, Image
-from appliance.media.lifecycle import Lifecycle
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

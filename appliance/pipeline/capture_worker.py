@@ -19,11 +19,11 @@ from collections.abc import Callable
 
 from appliance.errors import MirrorError
 from appliance.media.frames import Frame
-from appliance.media.lifecycle import Lifecycle
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import StageContext, close_quietly
 from appliance.pipeline.telemetry import Drop
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import logging
 import time
 
 from appliance.media.frames import Frame, Image
-from appliance.media.lifecycle import Lifecycle
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import Controller, Processor, StageContext, age_ms, next_frame
 from appliance.pipeline.telemetry import Drop
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

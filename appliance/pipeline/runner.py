@@ -24,7 +24,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from enum import Enum
 
 from appliance.errors import ConfigError
 from appliance.media.frames import Frame
@@ -37,7 +36,7 @@ from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.snapshot import TelemetrySnapshot
 from appliance.pipeline.stage import Controller, Processor, StageContext, close_quietly
 from appliance.pipeline.telemetry import Telemetry
-from appliance.running import StartStop
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +44,6 @@ Worker = CaptureWorker | ProcessWorker | SinkWorker
 
 THREAD_PREFIX = "mirror-"
 GRACE_SHARE = 0.25  # share of stop()'s timeout the threads get before their resources are closed
-
-
-class _State(Enum):
-    NEW = "new"
-    RUNNING = "running"
-    STOPPED = "stopped"
 
 
 def sink_names(sinks: Sequence[FrameSink]) -> list[str]:
@@ -73,7 +66,7 @@ def _check(latency_budget_ms: float, frame_limit: int | None, read_timeout_s: fl
         raise ConfigError(f"read timeout must be in (0, 1] s, got {read_timeout_s}")
 
 
-class PipelineRunner(StartStop):
+class PipelineRunner(Lifecycle):
     """Runs ``source -> processor -> sinks`` on threads, newest frame first.
 
     ``latency_budget_ms``: a frame older than this is never shown.
@@ -85,7 +78,11 @@ class PipelineRunner(StartStop):
     ``gap_after_s``: without frames this long the camera counts as disconnected.
     ``max_backoff_s``: the longest pause of a stage that keeps failing.
     ``controller``: adaptive quality (idle mode, degrade ladder), if any.
+
+    A runner runs once (``restartable`` is False): ``stop()`` ends it for good.
     """
+
+    restartable = False
 
     def __init__(
         self,
@@ -106,6 +103,7 @@ class PipelineRunner(StartStop):
         on_camera: Callable[[bool], None] | None = None,  # camera lost/back, from capture
     ) -> None:
         _check(latency_budget_ms, frame_limit, read_timeout_s)
+        super().__init__()
         self.telemetry = telemetry
         self.latency_budget_ms = latency_budget_ms
         self._stop = threading.Event()
@@ -130,7 +128,6 @@ class PipelineRunner(StartStop):
             controller=controller,
         )
         self._lock = threading.Lock()
-        self._state = _State.NEW
         self._threads: list[tuple[Worker, threading.Thread]] = []
         self._live = 0
         self._crash = ""
@@ -139,7 +136,7 @@ class PipelineRunner(StartStop):
             telemetry.add_sink(name)
 
     def __repr__(self) -> str:
-        return f"PipelineRunner({self._capture.source!r}, {self._state.value})"
+        return f"PipelineRunner({self._capture.source!r}, {self._state})"
 
     # ---- inspection ------------------------------------------------------------------------
 
@@ -173,49 +170,49 @@ class PipelineRunner(StartStop):
 
     # ---- control ---------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def _on_start(self) -> None:
         """Start the source, the sinks and the threads; raises if the source cannot start."""
         with self._lock:
-            if self._state is not _State.NEW:
-                raise RuntimeError(f"{self!r} runs once; build a new PipelineRunner")
             self._open_resources()
             workers: list[Worker] = [self._capture, self._process, *self._sinks]
             self._threads = [(w, self._thread(w)) for w in workers]
             self._live = len(self._threads)
-            self._state = _State.RUNNING
             self.telemetry.set_running(True, "started")
             for _, thread in self._threads:
                 thread.start()
 
-    def stop(self, timeout_s: float = 2.0) -> bool:
+    def _on_stop(self) -> None:
+        with self._lock:
+            self._stop_requested = self._stop_requested or self._live > 0
+        self._halt()
+
+    def _join(self, timeout_s: float) -> bool:
         """Stop every thread and release the source and sinks within ``timeout_s``.
 
         Threads get a quarter of the time to finish; the source or sink under
         any thread still busy is then closed from a helper thread to unblock
         it. True when every thread has been joined.
         """
-        with self._lock:
-            if self._state is _State.NEW:
-                self._close_resources()
-            self._state = _State.STOPPED
-            self._stop_requested = self._stop_requested or self._live > 0
-        self._halt()
         deadline = time.monotonic() + timeout_s
-        self._join(min(deadline, time.monotonic() + timeout_s * GRACE_SHARE))
+        self._join_until(min(deadline, time.monotonic() + timeout_s * GRACE_SHARE))
         closers = [self._closer(w) for w, t in self._threads if t.is_alive()]
-        self._join(deadline, [c for c in closers if c is not None])
+        self._join_until(deadline, [c for c in closers if c is not None])
         self.telemetry.set_running(False, self.end_reason or "stopped")
         stuck = [t.name for _, t in self._threads if t.is_alive()]
         if stuck:
             logger.warning("%r: threads %s did not stop within %.1f s", self, stuck, timeout_s)
         return not stuck
 
+    def _on_close(self) -> None:
+        if not self._threads:  # never ran: the source and sinks are still ours to close
+            self._close_resources()
+
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until the run ends (end of source, frame limit); True when it has."""
-        if self._state is _State.NEW:
+        if not self._begun:
             raise RuntimeError(f"{self!r} was not started")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        self._join(deadline)
+        self._join_until(deadline)
         return not self.running
 
     def run_for(
@@ -223,7 +220,7 @@ class PipelineRunner(StartStop):
     ) -> TelemetrySnapshot:
         """Run until ``frames`` frames were captured (or the source ends, or
         ``timeout_s`` passes), stop, and return the final telemetry."""
-        if self._state is not _State.NEW:
+        if self._begun:
             raise RuntimeError(f"{self!r} runs once; build a new PipelineRunner")
         if frames is not None:
             _check(self.latency_budget_ms, frames, self._capture.read_timeout_s)
@@ -237,13 +234,18 @@ class PipelineRunner(StartStop):
 
     # ---- internals -------------------------------------------------------------------------
 
+    @property
+    def _state(self) -> str:
+        if self.started:
+            return "running"
+        return "stopped" if self._begun else "new"
+
     def _open_resources(self) -> None:
         try:
             self._capture.source.start()
             for worker in self._sinks:
                 worker.sink.start()
         except BaseException:
-            self._state = _State.STOPPED
             self._close_resources()
             raise
 
@@ -280,7 +282,7 @@ class PipelineRunner(StartStop):
         for slot in self.slots.values():
             slot.close()
 
-    def _join(self, deadline: float | None, extra: Sequence[threading.Thread] = ()) -> None:
+    def _join_until(self, deadline: float | None, extra: Sequence[threading.Thread] = ()) -> None:
         for thread in [t for _, t in self._threads] + list(extra):
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             thread.join(remaining)

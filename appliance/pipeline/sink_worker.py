@@ -10,11 +10,11 @@ import logging
 import time
 
 from appliance.media.frames import Frame
-from appliance.media.lifecycle import Lifecycle
 from appliance.media.sink_base import FrameSink
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.stage import StageContext, age_ms, close_quietly, next_frame
 from appliance.pipeline.telemetry import Drop
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

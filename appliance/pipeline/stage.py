@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from appliance.media.frames import Frame
-from appliance.media.lifecycle import Lifecycle
 from appliance.pipeline.failures import StageFailures
 from appliance.pipeline.slots import LatestSlot
 from appliance.pipeline.telemetry import Drop, Telemetry
+from appliance.running import Lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ it between frames). Each round also sets the fan and reports to telemetry
 (``set_thermal``: state changes and sensor alerts become transitions, logged
 there with their temperatures). A sensor failure is logged once when it
 begins and once when it ends. The governor owns its sensors and fan: ``stop``
-joins the thread and closes them.
+joins the thread and closes them (a governor runs once, see ``appliance.running``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from appliance.config import Settings
 from appliance.device.profile import HardwareProfile
 from appliance.pipeline.telemetry import Telemetry
-from appliance.running import StartStop
+from appliance.running import Lifecycle
 from appliance.thermal.action import ThermalAction, action_for
 from appliance.thermal.fan import Fan, open_fan
 from appliance.thermal.governor import (
@@ -39,8 +39,10 @@ THREAD_NAME = "mirror-thermal"
 ActionSink = Callable[[ThermalAction], None]
 
 
-class ThermalGovernor(StartStop):
-    """Polls ``sensors`` on a thread (``start``/``stop``) or on demand (``poll``)."""
+class ThermalGovernor(Lifecycle):
+    """Polls ``sensors`` on a thread (``start``/``stop``) or on demand (``poll``); runs once."""
+
+    restartable = False  # stop() closes the sensors and the fan
 
     def __init__(
         self,
@@ -56,6 +58,7 @@ class ThermalGovernor(StartStop):
     ) -> None:
         if not poll_s > 0:
             raise ValueError(f"poll_s must be > 0, got {poll_s}")
+        super().__init__()
         self.sensors = list(sensors)
         self.machine = ThermalStateMachine(config)
         self.base = base
@@ -153,28 +156,31 @@ class ThermalGovernor(StartStop):
 
     # ---- the thread ------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def _on_start(self) -> None:
         """Poll now and then every ``poll_s`` on a thread, until ``stop``."""
-        if self._thread is not None:
-            raise RuntimeError(f"{self!r} starts once")
         self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 2.0) -> bool:
-        """Stop the thread, then close the sensors and the fan; True when the thread ended."""
+    def _on_stop(self) -> None:
         self._stop.set()
+
+    def _join(self, timeout_s: float) -> bool:
+        """Wait for the thread; True when it ended (``stop`` then closes the sensors and fan)."""
         thread = self._thread
         if thread is not None:
             thread.join(timeout_s)
         stopped = thread is None or not thread.is_alive()
         if not stopped:
             logger.warning("%r did not stop within %.1f s", self, timeout_s)
+        return stopped
+
+    def _on_close(self) -> None:
+        self._stop.set()
         with self._lock:
             close_all(self.sensors)
             if self.fan is not None:
                 self.fan.close()
                 self.fan = None
-        return stopped
 
     def _run(self) -> None:
         while not self._stop.is_set():
