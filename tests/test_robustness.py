@@ -51,7 +51,7 @@ def test_a_face_leaving_the_frame_fades_out_without_errors(
     for i, dx in enumerate(range(40, -330, -10)):
         frame = processor.process(Frame(slide(astronaut, dx), i, i * FRAME_NS))
         tracks = processor.tracks
-        strengths.append(processor.fade.strengths.get(tracks[0].track_id, 0.0) if tracks else 0.0)
+        strengths.append((tracks[0].state.fade.strength or 0.0) if tracks else 0.0)
         swapped.append(frame.swapped)
         assert frame.image.shape == (SIZE[1], SIZE[0], 3)
     assert swapped[0] and strengths[0] == 1.0  # fully inside: a full swap
@@ -70,7 +70,8 @@ def test_half_a_face_at_the_border_is_swapped_weakly_or_not_at_all(
     frame = processor.process(Frame(image.copy(), 0, 0))
     if frame.swapped:
         (track,) = processor.tracks
-        assert processor.fade.strengths[track.track_id] < 0.5
+        strength = track.state.fade.strength
+        assert strength is not None and strength < 0.5
     outside = np.ones(image.shape[:2], bool)
     outside[:, :260] = False  # the face and what is left of the photo
     x0, y0, x1, y1 = processor.labeler.region(image.shape)
@@ -98,9 +99,32 @@ def test_turning_away_and_tiny_faces_score_down(processor: FrameProcessor) -> No
 
 def test_fade_moves_at_a_limited_rate() -> None:
     fade = Fade(per_s=5.0)
-    assert fade.update(1, 1.0, 0) == 1.0
-    values = [fade.update(1, 0.0, i * FRAME_NS) for i in range(1, 10)]
+    assert fade.strength is None
+    assert fade.update(1.0, 0) == 1.0
+    values = [fade.update(0.0, i * FRAME_NS) for i in range(1, 10)]
     assert values[0] == pytest.approx(1 - 5 / 30, abs=1e-3)
-    assert values[-1] == 0.0
-    fade.keep_only(set())
-    assert fade.strengths == {}
+    assert values[-1] == 0.0 == fade.strength
+
+
+def test_a_face_state_is_kept_with_its_track_and_goes_with_it(
+    processor: FrameProcessor, astronaut: np.ndarray
+) -> None:
+    processor.reset()
+    assert processor.process(Frame(slide(astronaut, 40), 0, 0)).swapped
+    (track,) = processor.tracks
+    state = track.state
+    assert state.fade.strength == 1.0
+    assert state.neutral.mesh is not None
+    colour = (state.colour.matrix, state.colour.detail, state.colour.shading)
+    assert any(c is not None for c in colour)
+    assert processor.process(Frame(slide(astronaut, 40), 1, FRAME_NS)).swapped
+    assert processor.tracks == [track] and track.state is state
+    # no per-face store beside the tracks for the processor to prune
+    assert not [name for name, v in vars(processor).items() if isinstance(v, dict)]
+    empty = np.full((SIZE[1], SIZE[0], 3), 100, np.uint8)
+    assert not processor.process(Frame(empty, 2, 2 * FRAME_NS)).swapped
+    assert processor.tracks == []
+    assert processor.process(Frame(slide(astronaut, 40), 3, 3 * FRAME_NS)).swapped
+    (again,) = processor.tracks
+    assert again.track_id != track.track_id and again.state is not state
+    assert again.state.fade.strength == 1.0  # a new face starts at its weight

@@ -94,7 +94,7 @@ def run_hand_over(
     hand_over = EyeHandOver()
     points = np.zeros((478, 3), np.float32)
     return [
-        hand_over.own_eyes(1, points, i * 33_333_333, mode)  # type: ignore[arg-type]
+        hand_over.own_eyes(points, i * 33_333_333, mode)  # type: ignore[arg-type]
         for i in range(len(ears))
     ]
 

@@ -30,13 +30,11 @@ from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
-from appliance.vision.blend import ColourMemory
-from appliance.vision.eye_handover import EyeHandOver
 from appliance.vision.face_pool import FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
-from appliance.vision.reliability import Fade, swap_weight, yaw_degrees
+from appliance.vision.reliability import swap_weight, yaw_degrees
 from appliance.vision.shape_transfer import ShapeTransfer, head_pose
 from appliance.vision.swap_geometric import GeometricSwapper
 from appliance.vision.tracker import Policy, Track, Tracker
@@ -79,10 +77,7 @@ class FrameProcessor:
         )
         self.max_height: int | None = None  # process frames taller than this scaled down
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
-        self.fade = Fade()
         self.liveness = LivenessStage(liveness, labeler)
-        self._colours: dict[int, ColourMemory] = {}
-        self.eyes = EyeHandOver()
 
     @property
     def max_faces(self) -> int:
@@ -136,11 +131,6 @@ class FrameProcessor:
                 swapped |= ok
                 for stage, ms in stages.items():
                     timings[stage] = timings.get(stage, 0.0) + ms
-        live = {t.track_id for t in tracks}
-        self.shaper.keep_only(live)
-        self.fade.keep_only(live)
-        self.eyes.keep_only(live)
-        self._colours = {k: v for k, v in self._colours.items() if k in live}
         frame.swapped = swapped
         if swapped and work is not frame.image:
             start = time.perf_counter()
@@ -161,23 +151,23 @@ class FrameProcessor:
         """Swap one face (on any worker thread); whether it changed and its stage timings.
 
         The swap strength follows how reliable the face is (``reliability``):
-        it fades out as the face leaves the frame, turns away or gets tiny.
+        it fades out as the face leaves the frame, turns away or gets tiny. What is
+        remembered about the face from frame to frame is kept with its track.
         """
         timings: dict[str, float] = {}
         start = time.perf_counter()
         face = track.landmarks
         pose = head_pose(identity, face.points)
         weight = swap_weight(face.points, image.shape, yaw_degrees(pose.rotation))
-        strength = self.fade.update(track.track_id, weight, stamp_ns)
+        state = track.state
+        strength = state.fade.update(weight, stamp_ns)
         if strength <= 0.0:
             return False, timings
         target = None
         if self.shaper.strength > 0:
-            target = self.shaper.target(track.track_id, face.points, identity, pose, strength)
+            target = self.shaper.target(state.neutral, face.points, identity, pose, strength)
         add_stage_ms(timings, "shape", start)
-        colour = self._colours.setdefault(track.track_id, ColourMemory())
-        mode = self.swapper.settings.eyes
-        own_eyes = self.eyes.own_eyes(track.track_id, face.points, stamp_ns, mode)
+        own_eyes = state.eyes.own_eyes(face.points, stamp_ns, self.swapper.settings.eyes)
         swapped = self.swapper.swap(
             image,
             face,
@@ -185,7 +175,7 @@ class FrameProcessor:
             timings,
             strength=strength,
             target=target,
-            colour=colour,
+            colour=state.colour,
             own_eyes=own_eyes,
         )
         return swapped, timings
@@ -212,9 +202,5 @@ class FrameProcessor:
         return [t.landmarks for t in self.tracker.update(image, stamp, timings)]
 
     def reset(self) -> None:
-        self.tracker.reset()
+        self.tracker.reset()  # the faces' swap state goes with their tracks
         self.liveness.reset()
-        self.shaper.reset()
-        self.fade.reset()
-        self._colours.clear()
-        self.eyes.reset()

@@ -43,28 +43,20 @@ def own_eyes_now(visitor: FloatArray, mode: EyesMode) -> tuple[float, float]:
 
 
 class EyeHandOver:
-    """Per-track state of the hand-over (used by one thread at a time per track)."""
+    """One followed face's hand-over (kept with the track, ``appliance.vision.face_state``)."""
 
     def __init__(self) -> None:
-        self._closed_since: dict[int, int] = {}
+        self._closed_since: int | None = None
 
-    def own_eyes(
-        self, track_id: int, visitor: FloatArray, stamp_ns: int, mode: EyesMode
-    ) -> tuple[float, float]:
+    def own_eyes(self, visitor: FloatArray, stamp_ns: int, mode: EyesMode) -> tuple[float, float]:
         """(right, left): how much of each of the visitor's own eyes shows, a long closure
         giving way to the identity's eyes again."""
         right, left = own_eyes_now(visitor, mode)
         if mode != "blinks" or max(right, left) < CLOSED:
-            self._closed_since.pop(track_id, None)
+            self._closed_since = None
             return right, left
-        since = self._closed_since.setdefault(track_id, stamp_ns)
-        held_s = (stamp_ns - since) / 1e9
+        if self._closed_since is None:
+            self._closed_since = stamp_ns
+        held_s = (stamp_ns - self._closed_since) / 1e9
         back = float(np.clip((held_s - HOLD_S) / FADE_S, 0.0, 1.0))
         return right * (1 - back), left * (1 - back)
-
-    def keep_only(self, track_ids: set[int]) -> None:
-        for gone in set(self._closed_since) - track_ids:
-            del self._closed_since[gone]
-
-    def reset(self) -> None:
-        self._closed_since.clear()

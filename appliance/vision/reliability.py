@@ -65,33 +65,25 @@ def swap_weight(points: FloatArray, shape: tuple[int, ...], yaw_deg: float) -> f
 
 
 class Fade:
-    """Per followed face, a swap strength that follows its weight at ``FADE_PER_S`` at most.
+    """One followed face's swap strength, following its weight at ``per_s`` at most
+    (kept with the track, ``appliance.vision.face_state``).
 
     A new face starts at its weight (a still photo is swapped fully at once).
     """
 
     def __init__(self, per_s: float = FADE_PER_S) -> None:
         self.per_s = per_s
-        self.strengths: dict[int, float] = {}
-        self._stamps: dict[int, int] = {}
+        self.strength: float | None = None  # None until the face's first swap
+        self._stamp_ns = 0
 
-    def update(self, track_id: int, weight: float, timestamp_ns: int) -> float:
-        last = self.strengths.get(track_id)
+    def update(self, weight: float, timestamp_ns: int) -> float:
+        last = self.strength
         if last is None:
             strength = weight
         else:
-            dt = max(0.0, (timestamp_ns - self._stamps[track_id]) / 1e9)
+            dt = max(0.0, (timestamp_ns - self._stamp_ns) / 1e9)
             step = self.per_s * max(dt, 1 / 240)
             strength = last + float(np.clip(weight - last, -step, step))
-        self.strengths[track_id] = strength
-        self._stamps[track_id] = timestamp_ns
+        self.strength = strength
+        self._stamp_ns = timestamp_ns
         return strength
-
-    def keep_only(self, track_ids: set[int]) -> None:
-        for gone in set(self.strengths) - track_ids:
-            del self.strengths[gone]
-            del self._stamps[gone]
-
-    def reset(self) -> None:
-        self.strengths.clear()
-        self._stamps.clear()

@@ -87,18 +87,36 @@ def head_pose(identity: Identity, visitor: FloatArray) -> Similarity:
     return similarity(identity.shape[rigid], visitor[rigid])
 
 
+class NeutralMesh:
+    """One followed face's neutral mesh in the identity's frame (kept with the track,
+    ``appliance.vision.face_state``): its first look with the mouth closed, then eased
+    towards each frame that looks neutral."""
+
+    def __init__(self) -> None:
+        self.mesh: F64 | None = None
+
+    def update(self, seen: F64, visitor: FloatArray) -> F64:
+        """The neutral mesh after this frame's ``seen`` mesh (``visitor``: in image pixels)."""
+        neutral = self.mesh
+        if neutral is None:  # a first look: take it, with the mouth closed, as neutral
+            neutral = close_mouth(seen.astype(np.float32)).astype(np.float64)
+        elif looks_neutral(visitor):
+            neutral = neutral + NEUTRAL_RATE * (seen - neutral)
+        self.mesh = neutral
+        return neutral
+
+
 class ShapeTransfer:
-    """Target meshes per followed face; keeps each track's neutral mesh."""
+    """Target meshes for followed faces (each face's neutral mesh is kept with its track)."""
 
     def __init__(self, strength: float = 1.0, outline_band: float = 0.12) -> None:
         self.strength = strength
         self.outline_band = outline_band
-        self._neutral: dict[int, F64] = {}
         self._weights: tuple[Identity, F64] | None = None
 
     def target(
         self,
-        track_id: int,
+        neutral: NeutralMesh,
         visitor: FloatArray,
         identity: Identity,
         pose: Similarity | None = None,
@@ -106,29 +124,17 @@ class ShapeTransfer:
     ) -> FloatArray:
         """Where the swapped face's 478 points go in this frame (image pixels).
 
-        ``pose``: the identity-to-visitor fit (``head_pose``), computed when not
-        given; ``amount`` scales the reshaping (a fading swap reshapes less).
+        ``neutral``: the face's neutral mesh, updated here; ``pose``: the
+        identity-to-visitor fit (``head_pose``), computed when not given;
+        ``amount`` scales the reshaping (a fading swap reshapes less).
         """
         pose = pose or head_pose(identity, visitor)
         seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
-        neutral = self._neutral.get(track_id)
-        if neutral is None:  # a first look: take it, with the mouth closed, as neutral
-            neutral = close_mouth(seen.astype(np.float32)).astype(np.float64)
-        elif looks_neutral(visitor):
-            neutral = neutral + NEUTRAL_RATE * (seen - neutral)
-        self._neutral[track_id] = neutral
-        shaped = pose.apply(identity.shape.astype(np.float64) + (seen - neutral))
+        rest = neutral.update(seen, visitor)
+        shaped = pose.apply(identity.shape.astype(np.float64) + (seen - rest))
         weights = self._outline(identity) * (self.strength * amount)
         out = visitor + weights[:, None] * (shaped - visitor)
         return out.astype(np.float32)
-
-    def keep_only(self, track_ids: set[int]) -> None:
-        """Forget the neutral meshes of faces no longer followed."""
-        for gone in set(self._neutral) - track_ids:
-            del self._neutral[gone]
-
-    def reset(self) -> None:
-        self._neutral.clear()
 
     def _outline(self, identity: Identity) -> F64:
         if self._weights is None or self._weights[0] is not identity:

@@ -16,7 +16,8 @@ id, and a track no detection matched is dropped.
 Landmarks are smoothed per track by a One Euro filter whose speed is
 measured in inter-ocular distances per second, so one set of parameters
 suits near and far faces. ``update`` returns the same ``Track`` objects
-frame after frame, updated in place.
+frame after frame, updated in place; each carries its face's swap state
+(``face_state``), which goes when the track is dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy.typing as npt
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.face_pool import FacePool
+from appliance.vision.face_state import FaceState
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
@@ -86,7 +88,8 @@ def centre_distance(det: Detection, centre: tuple[float, float], side: float) ->
 
 @dataclass
 class Track:
-    """One followed face. ``landmarks`` are smoothed, ``raw`` straight from the model."""
+    """One followed face. ``landmarks`` are smoothed, ``raw`` straight from the model;
+    ``state`` is what the swap remembers about the face, gone with the track."""
 
     track_id: int
     raw: FaceLandmarks
@@ -95,6 +98,7 @@ class Track:
     since_detection: int = 0  # frames since a detection last confirmed it (0: this frame)
     velocity: tuple[float, float] = (0.0, 0.0)  # raw mesh centre motion, pixels per frame
     smoother: OneEuroFilter = field(default_factory=OneEuroFilter, repr=False)
+    state: FaceState = field(default_factory=FaceState, repr=False)
 
     @property
     def size(self) -> float:
