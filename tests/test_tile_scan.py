@@ -79,14 +79,14 @@ def test_half_body_faces_are_small_and_missed_by_the_whole_frame_pass(
 def test_tracker_finds_and_keeps_every_small_face_of_a_group(
     analyzer: FaceAnalyzer, name: str, size: tuple[int, int]
 ) -> None:
-    clip = group(name, size, 45)
+    clip = group(name, size, 50)
     tracker = Tracker(analyzer, detect_every=5, policy="all", max_faces=3)
     counts = []
     for i in range(len(clip)):
         counts.append(len(tracker.update(clip.decode(i), i * FRAME_NS)))
-    # found within a sweep of the tiles (a few tiles per detection), then kept
-    # through every later detection frame, where the scan does not see them
-    assert counts[15:] == [3] * (len(clip) - 15), counts
+    # found within a sweep of the tiles (3 tiles every 5 frames: 15 tiles at 720p in
+    # 25 frames), then kept through every later detection frame, where nothing sees them
+    assert counts[25:] == [3] * (len(clip) - 25), counts
 
 
 def test_scan_runs_only_while_there_is_room_for_more_faces(analyzer: FaceAnalyzer) -> None:
@@ -100,6 +100,20 @@ def test_scan_runs_only_while_there_is_room_for_more_faces(analyzer: FaceAnalyze
         assert len(tracker.update(clip.decode(i), i * FRAME_NS)) == 1
     assert tracker.detections >= 3
     assert analyzer.tiles.tiles_run == before
+
+
+def test_scan_costs_a_few_tiles_every_few_frames_while_nobody_is_there(
+    analyzer: FaceAnalyzer,
+) -> None:
+    """Nobody in view detects on every frame; the scan runs on one frame in five."""
+    empty = np.full((720, 1280, 3), 90, np.uint8)
+    tracker = Tracker(analyzer, detect_every=5, policy="all", max_faces=3)
+    assert analyzer.tiles is not None
+    before = analyzer.tiles.tiles_run
+    for i in range(20):
+        assert tracker.update(empty, i * FRAME_NS) == []
+    assert tracker.detections == 20
+    assert analyzer.tiles.tiles_run - before == 4 * PER_CALL  # frames 0, 5, 10, 15
 
 
 def test_half_body_shrinks_the_frame_without_black_bars() -> None:

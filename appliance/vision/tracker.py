@@ -53,6 +53,7 @@ DUPLICATE_IOU = 0.5  # two tracks overlapping more than this follow one face: ke
 SMALL_FACE_SHARE = 1 / 8  # faces under this share of the frame's longer side may be unseen
 # by the whole-frame detection pass (the tile scan finds them): kept while their landmarks hold
 KEEP_BONUS = 1.25  # an existing track outranks a new face unless that is this much larger
+_SCAN_NOW = 1 << 30  # "frames since the last tile scan" after a reset: scan at once
 # Outer eye corners (image-left eye, image-right eye) for the face scale.
 EYE_OUTER_A, EYE_OUTER_B = 33, 263
 
@@ -164,6 +165,7 @@ class Tracker:
         self._tracks: list[Track] = []
         self._next_id = 1
         self._since_detect = 0
+        self._since_scan = _SCAN_NOW  # frames since the tile scan last ran
 
     @property
     def tracks(self) -> list[Track]:
@@ -178,12 +180,14 @@ class Tracker:
         """Drop every track; the next frame detects. Ids keep counting up."""
         self._tracks = []
         self._since_detect = 0
+        self._since_scan = _SCAN_NOW
 
     def update(
         self, image: Image, timestamp_ns: int, timings_ms: dict[str, float] | None = None
     ) -> list[Track]:
         """Follow or detect the faces of ``image``; returns the live tracks, largest first."""
         timings = timings_ms if timings_ms is not None else {}
+        self._since_scan += 1
         followed = self._follow(image, timings) if self._tracks else []
         due = self._since_detect + 1 >= max(1, self.detect_every)
         lost = any(f.presence < self.presence_threshold for f in followed)
@@ -208,7 +212,11 @@ class Tracker:
         self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
     ) -> list[_Candidate]:
         start = time.perf_counter()
-        found = self.analyzer.candidates(image, scan=len(self._tracks) < self.limit)
+        # the tile scan (small faces) while there is room for more, at most every
+        # detect_every frames: nobody in view detects every frame, the scan need not
+        scan = len(self._tracks) < self.limit and self._since_scan >= max(1, self.detect_every)
+        self._since_scan = 0 if scan else self._since_scan
+        found = self.analyzer.candidates(image, scan=scan)
         self.detections += 1
         self._since_detect = 0
         pairs = self._match(found, followed)
