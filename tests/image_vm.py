@@ -134,14 +134,18 @@ class Vm:
             time.sleep(1)
 
     def power_off(self, timeout: float = 180) -> None:
+        """The power button (systemd shuts down cleanly); QEMU is killed after ``timeout``."""
         if self.proc is None:
             return
-        self.command("system_powerdown")
+        try:
+            self.command("system_powerdown")
+        except OSError:
+            pass  # QEMU is gone already
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            logger.warning("%s did not power off in %s s: quitting QEMU", self.name, timeout)
-            self.command("quit")
+            logger.warning("%s did not power off in %s s: killing QEMU", self.name, timeout)
+            self.proc.kill()
             self.proc.wait(30)
         self.proc = None
 
@@ -247,7 +251,8 @@ _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 def change_password(port: int, old: str, new: str) -> str:
-    """Log in as admin with ``old`` through the admin page and set ``new``; the last page."""
+    """Log in as admin with ``old`` through the admin page and set ``new``; where the admin
+    page then lands (``/login`` when the login failed)."""
     import http.cookiejar
     import urllib.parse
 
@@ -264,4 +269,9 @@ def change_password(port: int, old: str, new: str) -> str:
             return str(answer.read().decode(errors="replace"))
 
     form("/login", {"username": "admin", "password": old})
-    return form("/password", {"current": old, "new": new, "confirm": new})
+    with opener.open(base + "/password", timeout=120) as page:
+        if page.geturl().rstrip("/").endswith("/login"):
+            return str(page.geturl())  # the login failed
+    form("/password", {"current": old, "new": new, "confirm": new})
+    with opener.open(base + "/", timeout=120) as page:
+        return str(page.geturl())
