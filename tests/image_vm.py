@@ -10,6 +10,7 @@ the host's ``journalctl`` (no mounting, no loop devices).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -137,10 +138,8 @@ class Vm:
         """The power button (systemd shuts down cleanly); QEMU is killed after ``timeout``."""
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(OSError):  # QEMU may be gone already
             self.command("system_powerdown")
-        except OSError:
-            pass  # QEMU is gone already
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
