@@ -142,6 +142,8 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     text = page.read_text()
     assert text.startswith("# Benchmark figures") and "indicative" in text
+    assert "load average (1 min) before / after the run: " in text
+    assert "bench: load average (1 min) " in proc.stdout
     assert "`mirror bench --frames 12 --fps 30.0 --sizes 320x240 --faces 1,3" in text
     assert text.count("| demo | 320x240 |") == 4 and "## Targets" in text
     assert "using the demo camera" in proc.stdout

@@ -37,9 +37,14 @@ from appliance.tools.bench_clips import (
     demo_clip,
     video_clip,
 )
-from appliance.tools.bench_markdown import check_writable, format_markdown, write_markdown
+from appliance.tools.bench_markdown import (
+    check_writable,
+    format_markdown,
+    load_average,
+    write_markdown,
+)
 from appliance.tools.bench_targets import Check, check_targets, format_targets
-from appliance.tools.cores import pin_cores
+from appliance.tools.cores import available_cpus, pin_cores
 from appliance.tools.live_clip import JpegClip
 from appliance.tools.thread_cpu import percent_line
 from appliance.vision.identity import read_image
@@ -142,6 +147,7 @@ def _bench(args: argparse.Namespace) -> int:
     store = ModelStore()
     processor = build_processor(settings, store, args.identity)
     results: list[VariantResult] = []
+    load_before = load_average()
     for name, base in _base_clips(args, store, sizes):
         clips: list[BenchClip] = list(build_clips(name, base, faces))
         if group:
@@ -156,12 +162,29 @@ def _bench(args: argparse.Namespace) -> int:
     print(format_table(results))
     print()
     print(format_targets(checks))
+    _print_load(load_before, load_average())
     if args.json is not None:
         _write_json(args, results, checks)
     if args.markdown is not None:
-        write_markdown(args.markdown, format_markdown(results, checks, _options(args)))
+        after = load_average()
+        load = None if load_before is None or after is None else (load_before, after)
+        page = format_markdown(results, checks, _options(args), load=load)
+        write_markdown(args.markdown, page)
         print(f"bench: figures written to {args.markdown}", flush=True)
     return 0
+
+
+def _print_load(before: float | None, after: float | None) -> None:
+    """The machine's load around the run: timings mean little on a busy machine."""
+    if before is None or after is None:
+        return
+    cpus = len(available_cpus())
+    busy = max(before, after) > cpus
+    print(
+        f"bench: load average (1 min) {before:.2f} before, {after:.2f} after, {cpus} CPU(s)"
+        + ("; the machine was busy, the timings are not this code's alone" if busy else ""),
+        flush=True,
+    )
 
 
 def _progress(r: VariantResult) -> str:

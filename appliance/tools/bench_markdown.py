@@ -1,8 +1,9 @@
 """``mirror bench --markdown``: the benchmark's figures as a Markdown page (docs/benchmarks.md).
 
 The page says how it was made (the command's options, the machine, the
-date) and that its figures are indicative: one run on one machine, with
-whatever else that machine was doing at the time.
+date, the machine's load average before and after the run) and that its
+figures are indicative: one run on one machine, with whatever else that
+machine was doing at the time.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def format_markdown(
     *,
     machine: str | None = None,
     when: datetime.datetime | None = None,
+    load: tuple[float, float] | None = None,
 ) -> str:
     """The whole page: how the figures were made, the table, the targets."""
     stamp = (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
@@ -118,6 +120,11 @@ def format_markdown(
         f"- command: `mirror bench {argv}`",
         f"- machine: {machine or machine_line()}",
         f"- date: {stamp}",
+        *(
+            [f"- load average (1 min) before / after the run: {load[0]:.2f} / {load[1]:.2f}"]
+            if load is not None
+            else []
+        ),
         "- variants: `naive` (read, detect every frame, swap, write in one thread) and",
         "  `pipeline` (the real runner: capture, process and output threads, tracking,",
         "  stale frames dropped); both read an emulated live MJPG camera.",
@@ -144,6 +151,14 @@ def format_markdown(
     if checks:
         lines += ["", f"{sum(c.passed for c in checks)} of {len(checks)} targets passed."]
     return "\n".join(lines) + "\n"
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the system does not tell."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def check_writable(path: Path) -> None:
