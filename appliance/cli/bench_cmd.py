@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -44,7 +45,7 @@ from appliance.tools.bench_markdown import (
     write_markdown,
 )
 from appliance.tools.bench_targets import Check, check_targets, format_targets
-from appliance.tools.cores import available_cpus, pin_cores
+from appliance.tools.cores import pin_cores
 from appliance.tools.live_clip import JpegClip
 from appliance.tools.thread_cpu import percent_line
 from appliance.vision.identity import read_image
@@ -178,7 +179,7 @@ def _print_load(before: float | None, after: float | None) -> None:
     """The machine's load around the run: timings mean little on a busy machine."""
     if before is None or after is None:
         return
-    cpus = len(available_cpus())
+    cpus = os.cpu_count() or 1  # the load is the machine's, whatever this process may use
     busy = max(before, after) > cpus
     print(
         f"bench: load average (1 min) {before:.2f} before, {after:.2f} after, {cpus} CPU(s)"
