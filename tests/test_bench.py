@@ -28,6 +28,7 @@ from appliance.tools.bench_targets import Check, check_targets
 from appliance.tools.cores import available_cpus
 from appliance.tools.live_clip import JpegClip, LiveClipSource
 from appliance.tools.thread_cpu import ThreadCpu, percent_line
+from appliance.vision.face_pool import FacePool
 from tests.conftest import shared_media
 from tests.test_cli import assert_one_line_error, mirror
 
@@ -304,6 +305,8 @@ def test_cores_pins_every_thread_of_the_process() -> None:
         "print(pin_cores(1))\n"
         "tasks = os.listdir('/proc/self/task')\n"
         "print(sorted({len(os.sched_getaffinity(int(p))) for p in tasks}))\n"
+        "from appliance.vision.face_pool import FacePool\n"
+        "print(FacePool().parallel)\n"
         "e.set()\n"
     )
     proc = subprocess.run(
@@ -317,6 +320,8 @@ def test_cores_pins_every_thread_of_the_process() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split("\n")
     assert lines[0] == f"[{available_cpus()[0]}]" and lines[1] == "[1]"
+    assert lines[2] == "False"  # one CPU: faces in turn, no helper thread
+    assert FacePool().parallel  # two here
 
 
 @pytest.mark.parametrize("cores", ["0", "999"])

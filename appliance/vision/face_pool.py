@@ -6,11 +6,14 @@ runs in parallel; ``map`` hands every other face to it and does the rest
 itself. One face costs no hand-off at all. ``fn`` gets the worker number
 (0: the calling thread, 1: the helper) to pick per-thread resources, such as
 its own model interpreter: an interpreter must not run twice at once.
+A process held to one CPU (``mirror bench --cores 1``, a one-core device)
+gains nothing from the helper, only thread switches: there faces run in turn.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -23,11 +26,18 @@ Out = TypeVar("Out")
 WORKERS = 2
 
 
+def usable_cpus() -> int:
+    """How many CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class FacePool:
     """Runs ``fn(worker, item)`` over items on up to two threads; results in order."""
 
     def __init__(self, parallel: bool = True) -> None:
-        self.parallel = parallel
+        self.parallel = parallel and usable_cpus() > 1
         self._helper: ThreadPoolExecutor | None = None
 
     def map(self, fn: Callable[[int, In], Out], items: Sequence[In]) -> list[Out]:
