@@ -56,7 +56,9 @@ def test_the_demo_is_swapped_without_liveness_and_runs_without_gpio(
         snap = session.telemetry.snapshot()
     finally:
         session.stop()
-    assert snap.swapped > 30
+    # Every frame shown is swapped (how many are shown depends on the machine's load:
+    # stale frames are dropped, never shown).
+    assert snap.frames_out >= 10 and snap.swapped >= snap.frames_out - 2, snap
     assert snap.liveness.mode == "none"
     assert session.panel is not None and not session.panel.active
     assert session.light(snap) in ("running", "degraded")
