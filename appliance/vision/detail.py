@@ -14,6 +14,7 @@ the difference. Both gains are eased per face across frames (no flicker).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -22,6 +23,7 @@ import numpy.typing as npt
 logger = logging.getLogger(__name__)
 
 Image = npt.NDArray[np.uint8]
+Eases = tuple[Callable[[float], float], Callable[[float], float]]
 MAX_GAIN = 2.0  # the most unsharp-mask gain ever applied
 SIGMA_PX = 0.8  # unsharp-mask blur: the finest detail a frame carries
 GRAIN_SIGMA_PX = 1.0  # the visitor's fine layer: the frame minus this blur
@@ -33,31 +35,47 @@ _CORE_PX = 9  # the edges of the mask and its holes are left out of the comparis
 
 def detail_energy(image: Image | npt.NDArray[np.float32], mask: Image) -> float | None:
     """Variance of the Laplacian of the grey image where ``mask`` is set."""
-    inside = mask > 127
-    if int(inside.sum()) < _MIN_PIXELS:
+    if cv2.countNonZero(mask) < _MIN_PIXELS:
         return None
     grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
     lap = cv2.Laplacian(grey, cv2.CV_32F, ksize=1)
-    return float(lap[inside].var())
+    _, std = cv2.meanStdDev(lap, mask=mask)
+    return float(std[0, 0]) ** 2
 
 
 def _core(mask: Image) -> Image:
     """The mask without its edges and the edges of its holes."""
-    return np.asarray(cv2.erode(mask, np.ones((_CORE_PX, _CORE_PX), np.uint8)), np.uint8)
+    core = cv2.erode(mask, np.ones((_CORE_PX, _CORE_PX), np.uint8))
+    return np.asarray(cv2.threshold(core, 127, 255, cv2.THRESH_BINARY)[1], np.uint8)
 
 
-def sharpen_gain(warped: Image, visitor: Image, mask: Image) -> float | None:
-    """The unsharp-mask gain that brings ``warped``'s detail up to ``visitor``'s (0 = none).
+def match_detail(warped: Image, seen: Image, mask: Image, ease: Eases | None = None) -> Image:
+    """``warped`` brought up to the fine detail of the frame as seen (a new image or itself).
 
-    An unsharp mask with gain k scales fine detail by about (1 + k), its
-    Laplacian energy by (1 + k) squared.
+    First an unsharp mask (gain k scales fine detail by about (1 + k), its
+    Laplacian energy by (1 + k) squared; capped), then what is still missing
+    from the visitor's own grain (independent of the identity's detail, so the
+    energies add). ``ease``: the sharpening and the grain gain, each eased
+    across frames (appliance.vision.blend.ColourMemory).
     """
     core = _core(mask)
     have = detail_energy(warped, core)
-    want = detail_energy(visitor, core)
+    want = detail_energy(seen, core)
     if have is None or want is None or have <= 1e-6:
-        return None
-    return float(np.clip(np.sqrt(want / have) - 1.0, 0.0, MAX_GAIN))
+        return warped
+    gain = float(np.clip(np.sqrt(want / have) - 1.0, 0.0, MAX_GAIN))
+    if ease is not None:
+        gain = ease[0](gain)
+    sharp = sharpen(warped, gain)
+    layer = grain(seen)
+    now = detail_energy(sharp, core)
+    extra = detail_energy(layer, core)
+    if now is None or extra is None or extra <= 1e-6:
+        return sharp
+    amount = float(np.clip(np.sqrt(max(0.0, want - now) / extra), 0.0, MAX_GRAIN))
+    if ease is not None:
+        amount = ease[1](amount)
+    return add_grain(sharp, layer, amount)
 
 
 def sharpen(image: Image, gain: float) -> Image:
@@ -75,22 +93,6 @@ def grain(visitor: Image) -> npt.NDArray[np.float32]:
     fine = grey - cv2.GaussianBlur(grey, (0, 0), GRAIN_SIGMA_PX)
     out: npt.NDArray[np.float32] = np.clip(fine, -GRAIN_CLIP, GRAIN_CLIP)
     return out
-
-
-def grain_gain(
-    sharpened: Image, visitor: Image, layer: npt.NDArray[np.float32], mask: Image
-) -> float | None:
-    """How much of ``layer`` makes ``sharpened``'s detail up to the visitor's (0 to MAX_GRAIN).
-
-    The two are independent, so their Laplacian energies add.
-    """
-    core = _core(mask)
-    have = detail_energy(sharpened, core)
-    want = detail_energy(visitor, core)
-    extra = detail_energy(layer, core)
-    if have is None or want is None or extra is None or extra <= 1e-6:
-        return None
-    return float(np.clip(np.sqrt(max(0.0, want - have) / extra), 0.0, MAX_GRAIN))
 
 
 def add_grain(image: Image, layer: npt.NDArray[np.float32], gain: float) -> Image:

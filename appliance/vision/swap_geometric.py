@@ -32,7 +32,7 @@ from appliance.vision.blend import (
     match_colour,
     poisson_blend,
 )
-from appliance.vision.detail import add_grain, grain, grain_gain, sharpen, sharpen_gain
+from appliance.vision.detail import match_detail
 from appliance.vision.eye_handover import own_eyes_now
 from appliance.vision.gaze import draw_irises, follow_gaze
 from appliance.vision.geometry2d import cross2
@@ -103,7 +103,8 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
-        as_seen = roi.copy()  # the frame's own detail, before the visitor's face is moved
+        # the frame's own detail, before the visitor's face is moved (a resampling)
+        as_seen = roi.copy() if target is not None else roi
         own = face.points[:, :2] - np.array((x0, y0), np.float32)
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
         visitor = own if target is not None else None
@@ -124,7 +125,8 @@ class GeometricSwapper:
             ease = None if colour is None else colour.ease_shading
             warped = relight(warped, roi, mask, face_px, ease)
             t1 = add_stage_ms(timings, "relight", t1)
-        warped = self._detail(warped, as_seen, mask, colour)
+        eases = None if colour is None else (colour.ease_detail, colour.ease_grain)
+        warped = match_detail(warped, as_seen, mask, eases)
         t1 = add_stage_ms(timings, "detail", t1)
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
         if strength < 1.0:
@@ -135,24 +137,6 @@ class GeometricSwapper:
             alpha_blend(roi, warped, alpha)
         add_stage_ms(timings, "blend", t1)
         return bool(alpha.any())
-
-    @staticmethod
-    def _detail(warped: Image, roi: Image, mask: Image, memory: ColourMemory | None) -> Image:
-        """``warped`` sharpened, then given the frame's own fine grain, up to the frame's
-        detail (both gains eased per face)."""
-        gain = sharpen_gain(warped, roi, mask)
-        if gain is None:
-            return warped
-        if memory is not None:
-            gain = memory.ease_detail(gain)
-        sharp = sharpen(warped, gain)
-        layer = grain(roi)
-        amount = grain_gain(sharp, roi, layer, mask)
-        if amount is None:
-            return sharp
-        if memory is not None:
-            amount = memory.ease_grain(amount)
-        return add_grain(sharp, layer, amount)
 
     def _mask(
         self,
