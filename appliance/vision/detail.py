@@ -24,11 +24,15 @@ logger = logging.getLogger(__name__)
 
 Image = npt.NDArray[np.uint8]
 Eases = tuple[Callable[[float], float], Callable[[float], float]]
-MAX_GAIN = 2.0  # the most unsharp-mask gain ever applied
+MAX_GAIN = 4.0  # the most unsharp-mask gain ever applied
 SIGMA_PX = 0.8  # unsharp-mask blur: the finest detail a frame carries
 GRAIN_SIGMA_PX = 1.0  # the visitor's fine layer: the frame minus this blur
 GRAIN_CLIP = 8.0  # grey levels: the grain passes, the features' edges do not
-MAX_GRAIN = 1.0  # the most of the visitor's grain ever added
+MAX_GRAIN = 0.3  # the most of the visitor's grain ever added (its noise changes every frame)
+# the share of the frame's fine detail (Laplacian energy) the swapped face is given:
+# all of it would read as more flicker than the original (the sharpened texture
+# moves with the landmarks' jitter, the grain changes every frame)
+DETAIL_TARGET = 0.75
 _MIN_PIXELS = 64
 _CORE_PX = 9  # the edges of the mask and its holes are left out of the comparison
 
@@ -60,9 +64,10 @@ def match_detail(warped: Image, seen: Image, mask: Image, ease: Eases | None = N
     """
     core = _core(mask)
     have = detail_energy(warped, core)
-    want = detail_energy(seen, core)
-    if have is None or want is None or have <= 1e-6:
+    seen_energy = detail_energy(seen, core)
+    if have is None or seen_energy is None or have <= 1e-6:
         return warped
+    want = DETAIL_TARGET * seen_energy
     gain = float(np.clip(np.sqrt(want / have) - 1.0, 0.0, MAX_GAIN))
     if ease is not None:
         gain = ease[0](gain)
