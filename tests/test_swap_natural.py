@@ -150,7 +150,8 @@ def test_irises_are_cut_out_and_the_eyes_left_bare(analyzer: FaceAnalyzer) -> No
 
 def _grown(ring: np.ndarray, factor: float) -> np.ndarray:
     centre = ring.mean(axis=0)
-    return np.round((ring - centre) * factor + centre).astype(np.int32)
+    grown: np.ndarray = np.round((ring - centre) * factor + centre).astype(np.int32)
+    return grown
 
 
 @pytest.mark.parametrize("flip", [False, True], ids=["turned", "turned-mirrored"])
@@ -203,6 +204,7 @@ def test_relight_gain_is_eased_across_frames(analyzer: FaceAnalyzer) -> None:
     assert step > 0.1  # the lamp changes the light a lot
     moved = float(np.abs(eased - even)[inside].mean())
     assert moved == pytest.approx(memory.rate * step, rel=0.1)  # a share of the way only
-    small = cv2.resize(roi, None, fx=0.5, fy=0.5)
-    half = cv2.resize(mask, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_NEAREST)
+    small = np.asarray(cv2.resize(roi, None, fx=0.5, fy=0.5), np.uint8)
+    size = (small.shape[1], small.shape[0])
+    half = np.asarray(cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST), np.uint8)
     assert relight.shading_gain(small, small, half, face_px / 2, memory.ease_shading) is not None
