@@ -31,10 +31,12 @@ EYES = (
     (RIGHT_EYE, 33, 133, (468, 469, 470, 471, 472)),
     (LEFT_EYE, 263, 362, (473, 474, 475, 476, 477)),
 )
+LIDS = ((159, 145), (386, 374))  # per eye: the upper and the lower lid's middle
 MIN_RADIUS_PX = 1.5  # a smaller iris in the photo is not cut out
 BARE_RADIUS = 1.35  # the iris and its dark rim are painted over this far out
 LID_SHADE = 0.7  # the eye white's brightness at the lids, over its middle
 FORESHORTENED = 0.8  # an eye this much narrower than the other takes its iris
+SQUASH_MIN = 0.15  # the flattest a closing eye makes its iris
 MIN_SEEN = 0.35  # share of the iris disc the photo must show (eyes open)
 _MARGIN = 1.3  # the patch around the disc, in iris radii
 _SHIFT = 4
@@ -48,6 +50,7 @@ class IrisPatch:
     image: Image  # (2R+1, 2R+1, 4), the iris centre at (R, R)
     radius: float  # the iris radius in texture pixels
     axis: complex  # the eye's outer-to-inner corner vector in texture pixels
+    openness: float  # the eye's lid gap over its width in the photo
 
 
 def _fixed(points: FloatArray) -> npt.NDArray[np.int32]:
@@ -105,7 +108,7 @@ def _cut_one(
     image = np.dstack([colour, disc * 255.0]).round().clip(0, 255).astype(np.uint8)
     _bare(texture, uv[list(ring), :2], centre, radius)
     axis = complex(*(uv[inner, :2] - uv[outer, :2]))
-    return IrisPatch(np.ascontiguousarray(image), radius, axis)
+    return IrisPatch(np.ascontiguousarray(image), radius, axis, _openness(uv, eye))
 
 
 def _bare(texture: Image, ring: FloatArray, centre: npt.NDArray[np.float64], radius: float) -> None:
@@ -165,7 +168,18 @@ def cut_irises(texture: Image, uv: FloatArray) -> tuple[Image, tuple[IrisPatch |
 def _mirrored(patch: IrisPatch) -> IrisPatch:
     """The other eye's iris: the patch flipped left to right, its eye axis with it."""
     image = np.ascontiguousarray(patch.image[:, ::-1])
-    return IrisPatch(image, patch.radius, complex(-patch.axis.real, patch.axis.imag))
+    return IrisPatch(
+        image, patch.radius, complex(-patch.axis.real, patch.axis.imag), patch.openness
+    )
+
+
+def _openness(points: FloatArray, eye: tuple[object, int, int, tuple[int, ...]]) -> float:
+    """The eye's lid gap over its corner-to-corner width."""
+    _, outer, inner, iris = eye
+    upper, lower = LIDS[0] if iris[0] == EYES[0][3][0] else LIDS[1]
+    width = float(np.linalg.norm(points[inner, :2] - points[outer, :2]))
+    gap = float(np.linalg.norm(points[upper, :2] - points[lower, :2]))
+    return gap / width if width > 1e-6 else 0.0
 
 
 def draw_irises(warped: Image, local: FloatArray, patches: tuple[IrisPatch | None, ...]) -> None:
@@ -173,7 +187,8 @@ def draw_irises(warped: Image, local: FloatArray, patches: tuple[IrisPatch | Non
     if len(local) < 478:
         return
     h, w = warped.shape[:2]
-    for (ring, outer, inner, iris), patch in zip(EYES, patches, strict=True):
+    for eye, patch in zip(EYES, patches, strict=True):
+        ring, outer, inner, iris = eye
         if patch is None:
             continue
         axis = complex(*(local[inner, :2] - local[outer, :2]))
@@ -190,12 +205,12 @@ def draw_irises(warped: Image, local: FloatArray, patches: tuple[IrisPatch | Non
         )
         if x1 - x0 < 2 or y1 - y0 < 2 or radius < 0.7:
             continue
-        b = 1.0 / a  # frame -> texture (patch pixels), as a 2x3 matrix
-        half = (patch.image.shape[0] - 1) / 2.0
-        tx = complex(x0 - centre[0], y0 - centre[1]) * b
-        matrix = np.array(
-            [[b.real, -b.imag, tx.real + half], [b.imag, b.real, tx.imag + half]], np.float64
-        )
+        # a closing eye squashes the iris across the eye (as the old mesh did):
+        # a full disc peeking through a slit reads as an open eye
+        squash = 1.0
+        if patch.openness > 1e-6:
+            squash = float(np.clip(_openness(local, eye) / patch.openness, SQUASH_MIN, 1.0))
+        matrix = _frame_to_patch(patch, axis, squash, (x0 - centre[0], y0 - centre[1]))
         size = (x1 - x0, y1 - y0)
         drawn = np.asarray(
             cv2.warpAffine(
@@ -209,6 +224,25 @@ def draw_irises(warped: Image, local: FloatArray, patches: tuple[IrisPatch | Non
         box = warped[y0:y1, x0:x1]
         mixed = drawn[..., :3] * alpha[..., None] + box * (1.0 - alpha[..., None])
         box[...] = mixed.round().clip(0, 255).astype(np.uint8)
+
+
+def _frame_to_patch(
+    patch: IrisPatch, axis: complex, squash: float, corner: tuple[float, float]
+) -> npt.NDArray[np.float64]:
+    """The 2x3 map from the frame box's pixels to the patch's: the eye's turn and scale,
+    ``squash`` across the eye; ``corner``: the box's corner from the iris centre."""
+    scale = abs(axis) / abs(patch.axis)
+    turn_f, turn_t = np.angle(axis), np.angle(patch.axis)
+
+    def rotation(angle: float) -> npt.NDArray[np.float64]:
+        c, s = np.cos(angle), np.sin(angle)
+        return np.array([[c, -s], [s, c]])
+
+    linear = rotation(turn_t) @ np.diag([1.0 / scale, 1.0 / (scale * squash)]) @ rotation(-turn_f)
+    half = (patch.image.shape[0] - 1) / 2.0
+    offset = linear @ np.asarray(corner, np.float64) + half
+    out: npt.NDArray[np.float64] = np.hstack([linear, offset[:, None]])
+    return out
 
 
 def _corner_map(src: FloatArray, dst: FloatArray) -> tuple[complex, complex]:
