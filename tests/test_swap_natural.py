@@ -20,7 +20,7 @@ from appliance.eval.regions import crop_box, face_mask
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer, build_processor
-from appliance.vision import mesh, relight
+from appliance.vision import gaze, mesh, relight
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blend import ColourMemory
 from appliance.vision.identity import enroll, read_image
@@ -208,3 +208,26 @@ def test_relight_gain_is_eased_across_frames(analyzer: FaceAnalyzer) -> None:
     size = (small.shape[1], small.shape[0])
     half = np.asarray(cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST), np.uint8)
     assert relight.shading_gain(small, small, half, face_px / 2, memory.ease_shading) is not None
+
+
+def test_a_closing_eye_flattens_the_drawn_iris(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half-closed lids: the drawn iris is squashed across the eye (as a closing eye
+    looks), not a full disc showing through the slit (that read as an open eye)."""
+    identity = enroll(read_image(shared_media("portrait_woman_outdoor.jpg")), analyzer)
+    assert identity.irises is not None and identity.completed is not None
+    local = identity.completed.uv.astype(np.float32).copy()
+    for ring in (RIGHT_EYE, LEFT_EYE):  # the lids closed to 0.4 of the gap, about its middle
+        middle = local[list(ring), 1].mean()
+        local[list(ring), 1] = middle + (local[list(ring), 1] - middle) * 0.4
+    bare = identity.completed.texture_bgra[..., :3]
+
+    def painted(squash_min: float) -> int:
+        monkeypatch.setattr(gaze, "SQUASH_MIN", squash_min)
+        out = np.ascontiguousarray(bare.copy())
+        gaze.draw_irises(out, local, identity.irises)  # type: ignore[arg-type]
+        return int((np.abs(out.astype(int) - bare.astype(int)).sum(axis=2) > 30).sum())
+
+    flat, disc = painted(0.15), painted(1.0)
+    assert flat < 0.85 * disc, (flat, disc)
