@@ -20,6 +20,7 @@ from appliance.modelstore.hashing import sha256_file
 from provisioning import requirements
 from provisioning.bundle_build import build_bundle
 from provisioning.console import with_cursor_off
+from provisioning.in_root import shell_for
 from provisioning.layout import Layout
 from provisioning.provision import Request, provision
 from provisioning.runner import RunResult
@@ -388,3 +389,36 @@ def test_absent_or_failing_tools_are_reported_not_fatal(tmp_path: Path, bundle: 
     notes = "\n".join(outcome.report.deferred)
     assert "udevadm not found here: skipped" in notes
     assert "systemctl daemon-reload failed (System has not been booted" in notes
+
+
+def _fake_root_python(root: Path, machine: int) -> None:
+    """``root/usr/bin/python3``: just an ELF header naming ``machine`` (enough to tell the CPU)."""
+    python = root / "usr/bin/python3"
+    python.parent.mkdir(parents=True, exist_ok=True)
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[18:20] = machine.to_bytes(2, "little")
+    python.write_bytes(bytes(header))
+
+
+def test_a_foreign_root_runs_on_an_emulated_cpu_that_is_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """qemu-user's default CPU makes Debian 13's python ~13x slower (SVE string functions)."""
+    monkeypatch.delenv("QEMU_CPU", raising=False)
+    monkeypatch.setattr("provisioning.in_root.platform.machine", lambda: "x86_64")
+    _fake_root_python(tmp_path, 183)  # EM_AARCH64
+    env = shell_for(Layout(root=tmp_path)).env()
+    assert env["QEMU_CPU"] == "cortex-a72"
+    assert not any(k.startswith(("PYTHON", "PIP", "VIRTUAL_ENV")) for k in env)
+    monkeypatch.setenv("QEMU_CPU", "max")  # an installer's own choice is kept
+    assert shell_for(Layout(root=tmp_path)).env()["QEMU_CPU"] == "max"
+
+
+def test_a_root_of_this_machines_cpu_gets_no_emulator_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("QEMU_CPU", raising=False)
+    monkeypatch.setattr("provisioning.in_root.platform.machine", lambda: "aarch64")
+    _fake_root_python(tmp_path, 183)
+    assert "QEMU_CPU" not in shell_for(Layout(root=tmp_path)).env()
