@@ -186,7 +186,8 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
 
 def _reboot_with_stall(disk: Path, work: Path, password: str) -> None:
     """Without a camera the service is READY and feeds the watchdog while it waits for one; the
-    first boot's password still logs in and is changed; the stalled service is killed by systemd's watchdog and restarted."""
+    first boot's password still logs in and is changed; the stalled service is killed by
+    systemd's watchdog and restarted."""
     inject(
         disk,
         work,
