@@ -23,6 +23,7 @@ from appliance.tools.bench_liveness import (
     real_videos,
     run_liveness_bench,
 )
+from appliance.tools.real_variants import VARIANTS
 from appliance.vision.liveness import MODES
 
 logger = logging.getLogger(__name__)
@@ -46,11 +47,37 @@ def add_liveness_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="with --liveness: different motions per attack photo (1)",
     )
+    parser.add_argument(
+        "--variants",
+        default=None,
+        help="with --liveness: the real-video variants to run, comma-separated "
+        f"({','.join(v.name for v in VARIANTS)}; default all)",
+    )
+    parser.add_argument(
+        "--no-slides",
+        action="store_true",
+        help="with --liveness: leave out the slide-over attacks",
+    )
+
+
+def _variants(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = {v.name for v in VARIANTS}
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise ConfigError(
+            f"--variants {text!r}: unknown {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(sorted(known))}"
+        )
+    return names
 
 
 def bench_liveness(args: argparse.Namespace) -> int:
     if args.motions < 1:
         raise ConfigError(f"--motions must be at least 1, got {args.motions}")
+    variants = _variants(args.variants)
     if not attack_stills(args.media) and not real_videos(args.media):
         raise ConfigError(f"no liveness media (photos of people, the real videos) in {args.media}")
     settings = load_cli_settings(args)
@@ -62,6 +89,8 @@ def bench_liveness(args: argparse.Namespace) -> int:
         analyzer,
         mode,
         motions=args.motions,
+        variants=variants,
+        slides=not args.no_slides,
         progress=lambda line: print(f"bench: {line}", flush=True),
     )
     print()
