@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from gpiozero import Device
 
+from appliance.gpio import pin_factory
 from appliance.modelstore import ModelStore
 from tests.test_web_support import Mirror, build_app, build_mirror, login
 
@@ -90,3 +92,17 @@ def client(app: Flask) -> FlaskClient:
     client = app.test_client()
     login(client)
     return client
+
+
+# ---- GPIO (tests/test_gpio.py, tests/test_fan.py) -------------------------------------------
+
+
+@pytest.fixture
+def no_factory_yet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """gpiozero has no pin factory yet and the environment names none; the warning is unsaid."""
+    monkeypatch.setattr(Device, "pin_factory", None)
+    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+    monkeypatch.setattr(pin_factory, "_warned", False)
+    yield
+    if Device.pin_factory is not None:
+        Device.pin_factory.close()

@@ -116,17 +116,6 @@ def test_no_fan_pin_is_said_once(
     ]
 
 
-@pytest.fixture
-def no_factory_yet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """gpiozero has no pin factory yet and the environment names none; the warning is unsaid."""
-    monkeypatch.setattr(Device, "pin_factory", None)
-    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
-    monkeypatch.setattr(pin_factory, "_warned", False)
-    yield
-    if Device.pin_factory is not None:
-        Device.pin_factory.close()
-
-
 def test_without_lgpio_the_fan_is_absent_and_one_warning_says_what_to_install(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,

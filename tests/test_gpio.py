@@ -303,17 +303,6 @@ def test_the_default_pin_factory_is_used_when_none_is_injected(
         mock.close()
 
 
-@pytest.fixture
-def no_factory_yet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """gpiozero has no pin factory yet and the environment names none; the warning is unsaid."""
-    monkeypatch.setattr(Device, "pin_factory", None)
-    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
-    monkeypatch.setattr(pin_factory, "_warned", False)
-    yield
-    if Device.pin_factory is not None:
-        Device.pin_factory.close()
-
-
 def test_without_lgpio_the_mirror_runs_without_gpio_after_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, no_factory_yet: None
 ) -> None:
