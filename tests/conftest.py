@@ -14,8 +14,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 from gpiozero import Device
 
+from appliance.config import Settings
 from appliance.gpio import pin_factory
 from appliance.modelstore import ModelStore
+from appliance.pipeline.factory import build_analyzer
+from appliance.vision.analyzer import FaceAnalyzer
 from tests.test_web_support import Mirror, build_app, build_mirror, login
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,6 +63,20 @@ def astronaut(store: ModelStore) -> np.ndarray:
 @pytest.fixture(scope="session")
 def grace_hopper(store: ModelStore) -> np.ndarray:
     return _read(store.path("grace_hopper"))
+
+
+@pytest.fixture(scope="module")
+def analyzer(store: ModelStore) -> FaceAnalyzer:
+    """The analyzer `mirror` builds from the default settings (a fresh one per module)."""
+    return build_analyzer(Settings(), store)
+
+
+@pytest.fixture(scope="module")
+def face(analyzer: FaceAnalyzer, astronaut: np.ndarray) -> np.ndarray:
+    """The astronaut's 478 landmarks (x, y pixels, z), eyes open."""
+    found = analyzer.analyze(astronaut)
+    assert found
+    return np.asarray(found[0].points, np.float32)
 
 
 def shared_media(name: str) -> Path:

@@ -26,7 +26,7 @@ from appliance.config import LivenessSettings, Settings, settings_from_dict
 from appliance.errors import ConfigError
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.pipeline.processor import FrameProcessor
 from appliance.pipeline.telemetry import Telemetry
 from appliance.tools.attack_clips import PhotoAttack, sheet_homography
@@ -58,19 +58,6 @@ REAL_VIDEOS = ["talking_man_greenscreen.mp4", "expressive_woman.mp4", "expressiv
 
 def ns(index: int) -> int:
     return round(index * 1e9 / FPS)
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
-
-
-@pytest.fixture(scope="module")
-def face(analyzer: FaceAnalyzer, astronaut: np.ndarray) -> np.ndarray:
-    """The astronaut's 478 landmarks (x, y pixels, z), eyes open."""
-    found = analyzer.analyze(astronaut)
-    assert found
-    return np.asarray(found[0].points, np.float32)
 
 
 def jitter(points: np.ndarray, rng: np.random.Generator, sigma: float = 0.4) -> np.ndarray:

@@ -13,9 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from appliance.config import Settings
-from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer
 from appliance.tools.bench_liveness import (
     SLIDE_DEADLINE_S,
     SLIDE_STYLES,
@@ -31,19 +28,6 @@ from tests.conftest import shared_media
 from tests.test_liveness import SIZE, blink_sequence, jitter, ns
 
 FPS = 30
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
-
-
-@pytest.fixture(scope="module")
-def face(analyzer: FaceAnalyzer, astronaut: np.ndarray) -> np.ndarray:
-    """The astronaut's 478 landmarks, eyes open."""
-    found = analyzer.analyze(astronaut)
-    assert found
-    return np.asarray(found[0].points, np.float32)
 
 
 def live_gate(face: np.ndarray) -> tuple[LivenessGate, int]:

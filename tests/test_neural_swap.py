@@ -26,7 +26,7 @@ from appliance.inference.onnx_backend import OnnxBackend
 from appliance.modelstore import ModelStore, ProvidedEntry, load_manifest
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import ProvidedFile
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.identity import Identity, enroll
 from appliance.vision.mesh import FACE_OVAL
@@ -191,11 +191,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "ghost": make_swapper(d / "ghost_256.onnx", 256, signed=True),
         "converter": make_converter(d / "simswap_256.converter.onnx"),
     }
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 @pytest.fixture(scope="module")

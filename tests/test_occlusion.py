@@ -15,15 +15,10 @@ import pytest
 from appliance.config import Settings, updated
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.mesh import FACE_OVAL
 from appliance.vision.occlusion import occluders
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 def swap(store: ModelStore, analyzer: FaceAnalyzer, image: np.ndarray, **swap: bool) -> np.ndarray:

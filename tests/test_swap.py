@@ -12,7 +12,7 @@ from appliance.config import Settings, updated
 from appliance.errors import NoFaceError
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.pipeline.processor import FrameProcessor
 from appliance.vision import eye_handover
 from appliance.vision.analyzer import FaceAnalyzer
@@ -20,11 +20,6 @@ from appliance.vision.eye_handover import EyeHandOver, closing
 from appliance.vision.identity import enroll
 from appliance.vision.mesh import FACE_OVAL
 from tests.conftest import shared_media
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 def make_processor(

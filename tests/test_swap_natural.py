@@ -19,7 +19,7 @@ from appliance.eval import artefacts
 from appliance.eval.regions import crop_box, face_mask
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.vision import gaze, mesh, relight
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blend import ColourMemory
@@ -29,11 +29,6 @@ from appliance.vision.symmetry import MIRROR, yaw_degrees_of
 from tests.conftest import shared_media
 
 LOOKS_ASIDE = 20  # talking_man_greenscreen.mp4: the man looks far to one side here
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 def _frames(count: int) -> list[np.ndarray]:

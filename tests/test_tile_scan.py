@@ -11,9 +11,6 @@ import itertools
 import numpy as np
 import pytest
 
-from appliance.config import Settings
-from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer
 from appliance.tools.bench_clips import group_clip, half_body, video_clip
 from appliance.tools.live_clip import JpegClip
 from appliance.vision.analyzer import FaceAnalyzer
@@ -25,11 +22,6 @@ from tests.conftest import shared_media
 FRAME_NS = 33_333_333
 VIDEOS = ["talking_man_greenscreen.mp4", "expressive_woman.mp4"]
 SIZES = [(1280, 720), (640, 480)]
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 def group(name: str, size: tuple[int, int], frames: int) -> JpegClip:

@@ -18,7 +18,7 @@ import pytest
 from appliance.config import Settings
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, build_processor
+from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular
@@ -28,11 +28,6 @@ from tests.conftest import shared_media
 FRAME_NS = 33_333_333  # 30 fps
 TILE = 240  # side of one face tile
 VIDEOS = ["talking_man_greenscreen.mp4", "expressive_woman.mp4", "expressive_woman_long.mp4"]
-
-
-@pytest.fixture(scope="module")
-def analyzer(store: ModelStore) -> FaceAnalyzer:
-    return build_analyzer(Settings(), store)
 
 
 @dataclass(frozen=True)
