@@ -44,23 +44,11 @@ def test_mirror_run_serves_the_admin_page_and_announces_the_password(
     store: ModelStore, tmp_path: Path
 ) -> None:
     """A fresh device: the admin page comes up with a generated password, said once."""
-    (tmp_path / "models").symlink_to(store.cache_dir)
-    web = tmp_path / "web"
-    web.mkdir()
-    (web / "web.yaml").write_text("port: 0\n", encoding="utf-8")
+    web = _data_dir(tmp_path, store)
     env = {**os.environ, "MIRROR_DATA_DIR": str(tmp_path)}
-    proc = subprocess.Popen(
-        [*MIRROR, "run", "--no-preview", "--status-every", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = _start(["--no-preview", "--status-every", "0"], env)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "admin page at http://127.0.0.1:" in line, line
-        url = line.split("admin page at ")[1].strip()
+        url = _admin_url(proc)
         with urllib.request.urlopen(url + "healthz", timeout=10) as response:
             health = json.loads(response.read())
         assert set(health) == {"status", "running"} and health["running"] is True
@@ -87,9 +75,7 @@ def test_mirror_run_without_its_camera_stays_up_says_why_and_stops_on_sigterm(
     page up, /healthz 503 naming the camera, READY and the watchdog heartbeat for systemd,
     and exit 0 on SIGTERM."""
     fake, socket_path = systemd
-    (tmp_path / "models").symlink_to(store.cache_dir)
-    (tmp_path / "web").mkdir()
-    (tmp_path / "web" / "web.yaml").write_text("port: 0\n", encoding="utf-8")
+    _data_dir(tmp_path, store)
     missing = _missing_video_node()
     env = {
         **os.environ,
@@ -97,18 +83,9 @@ def test_mirror_run_without_its_camera_stays_up_says_why_and_stops_on_sigterm(
         "NOTIFY_SOCKET": socket_path,
         "WATCHDOG_USEC": "2000000",
     }
-    proc = subprocess.Popen(
-        [*MIRROR, "run", "--source", missing, "--no-preview", "--status-every", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = _start(["--source", missing, "--no-preview", "--status-every", "0"], env)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "admin page at http://127.0.0.1:" in line, (line, proc.poll())
-        url = line.split("admin page at ")[1].strip()
+        url = _admin_url(proc)
         assert fake.wait_for("READY=1", 60.0), fake.messages
         beats = [m for m in fake.receive(3.0) if m == "WATCHDOG=1"]
         assert len(beats) >= 2, fake.messages  # fed while waiting for the camera
@@ -139,6 +116,29 @@ def test_a_video_file_that_cannot_be_opened_still_fails_the_run(tmp_path: Path) 
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith("mirror: error: ") and "absent.mp4" in lines[-1], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _data_dir(base: Path, store: ModelStore) -> Path:
+    """A device's data folder: the verified models, and the admin page on any free port."""
+    (base / "models").symlink_to(store.cache_dir)
+    web = base / "web"
+    web.mkdir()
+    (web / "web.yaml").write_text("port: 0\n", encoding="utf-8")
+    return web
+
+
+def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*MIRROR, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def _admin_url(proc: subprocess.Popen[str]) -> str:
+    """The admin page's address, from the first line `mirror run` prints."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "admin page at http://127.0.0.1:" in line, (line, proc.poll())
+    return line.split("admin page at ")[1].strip()
 
 
 def _missing_video_node() -> str:
