@@ -22,6 +22,7 @@ from pathlib import Path
 from provisioning.bundle import read_index
 from provisioning.errors import ImageError
 from provisioning.image.debian_root import SEARCH_PATH, base_root
+from provisioning.image.logged import run_logged
 from provisioning.image.manifest import build_manifest, write_manifest
 from provisioning.image.root_files import add_image_files, secrets_in
 from provisioning.image.spec import ImageSpec, spec_for
@@ -114,20 +115,7 @@ def _provision(request: BuildRequest, root: Path, log: Path) -> None:
     namespace = ["unshare", "--mount", "--propagation", "private", "--"]
     cmd = [*namespace, "sh", "-c", MOUNTED, "sh", str(root), *argv]
     env = {**os.environ, "PATH": SEARCH_PATH + ":" + str(Path(sys.executable).parent)}
-    with log.open("a") as out:
-        try:
-            done = subprocess.run(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                timeout=PROVISION_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ImageError(f"provisioning ran over {PROVISION_TIMEOUT_S} s (log: {log})") from exc
-    if done.returncode != 0:
-        raise ImageError(f"mirror provision into the image failed (log: {log})")
+    run_logged("mirror provision into the image", cmd, log, PROVISION_TIMEOUT_S, env)
 
 
 def _extract(tar: Path, dest: Path) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-import subprocess
 from pathlib import Path
 
 from provisioning.errors import ImageError
 from provisioning.image import cache
+from provisioning.image.logged import run_logged
 from provisioning.image.spec import ROOT_LABEL, ImageSpec
 
 logger = logging.getLogger(__name__)
@@ -87,21 +87,10 @@ def base_root(spec: ImageSpec, log: Path, *, refresh: bool = False) -> tuple[Pat
         cmd = mmdebstrap_command(spec, partial, refresh=refresh)
         logger.info("mmdebstrap: %s", shlex.join(cmd))
         env = {**os.environ, "PATH": SEARCH_PATH}
-        with log.open("a") as out:
-            try:
-                done = subprocess.run(
-                    cmd,
-                    check=False,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    timeout=BUILD_TIMEOUT_S,
-                )
-            except subprocess.TimeoutExpired as exc:
-                partial.unlink(missing_ok=True)
-                raise ImageError(f"mmdebstrap ran over {BUILD_TIMEOUT_S} s (log: {log})") from exc
-        if done.returncode != 0:
+        try:
+            run_logged("mmdebstrap", cmd, log, BUILD_TIMEOUT_S, env)
+        except ImageError:
             partial.unlink(missing_ok=True)
-            raise ImageError(f"mmdebstrap failed with status {done.returncode} (log: {log})")
+            raise
         partial.rename(tar)
         return tar, False

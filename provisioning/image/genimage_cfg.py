@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 from pathlib import Path
 
-from provisioning.errors import ImageError
+from provisioning.image.logged import run_logged
 from provisioning.image.spec import BOOT_LABEL, MIB, ROOT_LABEL, ImageSpec
 
 logger = logging.getLogger(__name__)
@@ -90,18 +89,8 @@ def run_genimage(spec: ImageSpec, root: Path, out: Path, work: Path, log: Path) 
         "--outputpath",
         str(made),
     ]
-    with log.open("a") as stream:
-        try:
-            done = subprocess.run(
-                cmd,
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-                timeout=GENIMAGE_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ImageError(f"genimage ran over {GENIMAGE_TIMEOUT_S} s (log: {log})") from exc
-    shutil.rmtree(tmp, ignore_errors=True)
-    if done.returncode != 0:
-        raise ImageError(f"genimage failed with status {done.returncode} (log: {log})")
+    try:
+        run_logged("genimage", cmd, log, GENIMAGE_TIMEOUT_S)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     (made / out.name).replace(out)
