@@ -194,3 +194,27 @@ def test_cached_package_lists_pin_the_versions_and_need_no_network(
     assert "--skip=update" not in mmdebstrap_command(spec, tmp_path / "r.tar", refresh=True)
     assert "--include=" + ",".join(spec.packages) in again
     assert any("MODULES=list" in a for a in again)
+
+
+def test_the_root_build_emulates_a_cortex_a72_and_writes_no_manuals(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """qemu-user's default CPU is slow for Debian's glibc; dpkg skips docs, manuals, locales."""
+    from provisioning.image.debian_root import build_env, mmdebstrap_command
+    from provisioning.image.spec import spec_for
+
+    monkeypatch.setenv("MIRROR_IMAGE_CACHE", str(tmp_path))
+    monkeypatch.delenv("QEMU_CPU", raising=False)
+    spec = spec_for(PROFILE)
+    assert build_env(spec)["QEMU_CPU"] == "cortex-a72"
+    monkeypatch.setenv("QEMU_CPU", "max")  # the caller's own choice is kept
+    assert build_env(spec)["QEMU_CPU"] == "max"
+    cmd = mmdebstrap_command(spec, tmp_path / "root.tar")
+    for option in (
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "--dpkgopt=force-unsafe-io",
+    ):
+        assert option in cmd

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 CACHE_ENV = "MIRROR_IMAGE_CACHE"
 # Bump when the way a base root is made changes (the hooks in debian_root.py).
-ROOT_LAYOUT = 1
+ROOT_LAYOUT = 2  # 2: dpkg leaves out manuals, docs and translations
 
 
 def cache_dir() -> Path:

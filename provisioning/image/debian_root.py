@@ -6,12 +6,20 @@ firmware's package scripts read: the initramfs' short module list
 ``cmdline.txt`` raspi-firmware writes finds it on any card). ``force-confold``
 keeps those files when the packages bring their own. The result is a tarball in
 the cache (see :mod:`provisioning.image.cache`).
+
+Under emulation every file dpkg writes and every maintainer script costs: dpkg
+leaves out the manuals, the documentation (not the copyright files) and the
+translations (:data:`DPKG_EXCLUDES`; a kiosk has no reader for them), and does not
+sync each file (``force-unsafe-io``: the root is a tarball at the end anyway).
+The emulated programs run on a Cortex-A72 (``QEMU_CPU``, as for a mounted root in
+:mod:`provisioning.in_root`), not qemu-user's default CPU.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import platform
 import shlex
 from pathlib import Path
 
@@ -19,11 +27,21 @@ from provisioning.errors import ImageError
 from provisioning.image import cache
 from provisioning.image.logged import run_logged
 from provisioning.image.spec import ROOT_LABEL, ImageSpec
+from provisioning.in_root import EMULATED_CPU
 
 logger = logging.getLogger(__name__)
 
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUILD_TIMEOUT_S = 3600
+DPKG_EXCLUDES = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-include=/usr/share/locale/locale.alias",
+    "path-exclude=/usr/share/lintian/*",
+)
 
 
 def _write(path: str, text: str) -> str:
@@ -53,6 +71,8 @@ def mmdebstrap_command(spec: ImageSpec, out: Path, *, refresh: bool = False) -> 
         "--variant=apt",
         f"--components={','.join(spec.components)}",
         "--dpkgopt=force-confold",
+        "--dpkgopt=force-unsafe-io",
+        *(f"--dpkgopt={option}" for option in DPKG_EXCLUDES),
         f"--include={','.join(spec.packages)}",
         "--skip=essential/unlink",
     ]
@@ -72,6 +92,15 @@ def mmdebstrap_command(spec: ImageSpec, out: Path, *, refresh: bool = False) -> 
     return cmd
 
 
+def build_env(spec: ImageSpec) -> dict[str, str]:
+    """mmdebstrap's environment: qemu-user (through binfmt_misc, which passes the environment
+    on) emulates a Cortex-A72 for a foreign arm64 root unless ``QEMU_CPU`` says otherwise."""
+    env = {**os.environ, "PATH": SEARCH_PATH}
+    if spec.qemu_arch in EMULATED_CPU and spec.qemu_arch != platform.machine():
+        env.setdefault("QEMU_CPU", EMULATED_CPU[spec.qemu_arch])
+    return env
+
+
 def base_root(spec: ImageSpec, log: Path, *, refresh: bool = False) -> tuple[Path, bool]:
     """The cached tarball of the spec's Debian root, built now when missing; and whether it
     was cached."""
@@ -86,7 +115,7 @@ def base_root(spec: ImageSpec, log: Path, *, refresh: bool = False) -> tuple[Pat
         partial.unlink(missing_ok=True)
         cmd = mmdebstrap_command(spec, partial, refresh=refresh)
         logger.info("mmdebstrap: %s", shlex.join(cmd))
-        env = {**os.environ, "PATH": SEARCH_PATH}
+        env = build_env(spec)
         try:
             run_logged("mmdebstrap", cmd, log, BUILD_TIMEOUT_S, env)
         except ImageError:
