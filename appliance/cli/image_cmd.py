@@ -4,7 +4,9 @@
 ``firstboot`` runs on the device at every boot of such an image
 (``mirror-firstboot.service``): it applies the venue file from the boot partition
 and, on the live system, sets the hostname, starts Wi-Fi or SSH when the file
-asks for them and grows the root to fill the card.
+asks for them and grows the root to fill the card. A bad venue file's problem is
+logged and left in ``/run/mirror/venue-problem`` for the HDMI screen
+(:mod:`appliance.media.venue_problem`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from appliance.media.venue_problem import VENUE_PROBLEM, write_venue_problem
 from provisioning.image.build import BuildRequest, build_image
 from provisioning.image.firstboot import Applied, apply_venue
 from provisioning.image.growroot import grow_root
@@ -63,6 +66,10 @@ def _firstboot(args: argparse.Namespace) -> int:
     if problem is not None:
         logger.error("venue file: %s", problem)
         _say(f"error: {problem}")
+    try:
+        write_venue_problem(root / str(VENUE_PROBLEM).lstrip("/"), problem)
+    except OSError as exc:  # the screen misses the line; the journal has it
+        _say(f"cannot leave the problem for the screen: {exc.strerror}")
     applied = apply_venue(root, venue)
     _say(f"hostname {applied.hostname}; admin port {venue.admin_port}; time zone {venue.timezone}")
     for line in applied.changed:

@@ -11,6 +11,7 @@ from appliance.media.mirror_source import OpenedSource, open_mirror_source
 from appliance.media.overlays import Overlays
 from appliance.media.sink_base import FrameSink
 from appliance.media.sizes import parse_size
+from appliance.media.venue_problem import read_venue_problem
 from appliance.modelstore import ModelStore
 from appliance.paths import web_dir
 from web_ui.auth_store import FIRST_BOOT_NAME
@@ -36,12 +37,13 @@ def open_run_display(
     args: argparse.Namespace, profile: HardwareProfile, store: ModelStore
 ) -> tuple[FrameSink | None, Overlays | None]:
     """The HDMI screen when asked for (``--display auto``), showing the first-boot notice
-    until the first admin login; None without one."""
+    until the first admin login (and under it and the camera screen, the image's venue-file
+    problem when the first boot found one); None without one."""
     if args.display == "none":
         return None, None
     screen = open_display(profile.display)
     if screen is None:
         return None, None
-    overlays = Overlays(store.path("label_font"))
+    overlays = Overlays(store.path("label_font"), problem=read_venue_problem())
     notice = web_dir() / FIRST_BOOT_NAME
     return FirstBootScreen(screen, overlays, notice, load_web_config().port), overlays

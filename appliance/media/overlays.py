@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 BACKGROUND_RGB = (12, 12, 16)
 TEXT_RGB = (240, 240, 240)
 ACCENT_RGB = (120, 200, 255)
+WARNING_RGB = (255, 196, 64)  # the installer's problem line (a bad venue file)
+PROBLEM_HEIGHT = 0.032  # its text height as a share of the screen's
 _CACHE_SIZE = 16
 
 
@@ -61,9 +63,13 @@ Line = tuple[str, float, tuple[int, int, int]]  # text, height as a fraction of 
 class Overlays:
     """Renders the screens in one font; ``texts`` sets the words."""
 
-    def __init__(self, font_path: Path, texts: ScreenTexts | None = None) -> None:
+    def __init__(
+        self, font_path: Path, texts: ScreenTexts | None = None, problem: str | None = None
+    ) -> None:
         self.font_path = Path(font_path)
         self.texts = texts if texts is not None else ScreenTexts()
+        # one line for the installer (a bad venue file), under the first-boot and camera screens
+        self.problem = problem
         self._cache: dict[tuple[object, ...], Image] = {}
         self._font(12)  # fail now, not on first use
 
@@ -77,7 +83,7 @@ class Overlays:
             (self.texts.camera_lost, 0.07, TEXT_RGB),
             (self.texts.camera_lost_hint, 0.04, ACCENT_RGB),
         )
-        return self._screen(size, lines)
+        return self._screen(size, (*lines, *self._problem_line()))
 
     def first_boot_screen(self, size: tuple[int, int], info: FirstBootInfo) -> Image:
         """Shown until the first admin login: where to go and with which password."""
@@ -88,7 +94,10 @@ class Overlays:
             (f"{t.admin_url}: {info.admin_url}", 0.045, ACCENT_RGB),
             (f"{t.password}: {info.one_time_password}", 0.06, ACCENT_RGB),
         )
-        return self._screen(size, lines)
+        return self._screen(size, (*lines, *self._problem_line()))
+
+    def _problem_line(self) -> tuple[Line, ...]:
+        return () if not self.problem else ((self.problem, PROBLEM_HEIGHT, WARNING_RGB),)
 
     def _screen(self, size: tuple[int, int], lines: tuple[Line, ...]) -> Image:
         key = (size, lines)

@@ -2,8 +2,8 @@
 
 Editable on any computer before or after flashing (the boot partition is FAT).
 Every key is optional; a file that cannot be read or has one bad value is
-reported (one line naming the key) and the device comes up with every default:
-Ethernet by DHCP, no Wi-Fi, SSH off, UTC, the admin page on port 8000.
+reported (one line naming the key and its line in the file) and the device comes up
+with every default: Ethernet by DHCP, no Wi-Fi, SSH off, UTC, the admin page on port 8000.
 """
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ import logging
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from provisioning.errors import VenueError
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MAX_BYTES = 16 * 1024
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -136,43 +139,79 @@ def _port(value: object) -> int:
     return value
 
 
+def _key_lines(text: str) -> dict[str, int]:
+    """The line (from 1) of each top-level key, for the problem's message."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        str(key.value): key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _at(lines: dict[str, int], key: str, check: Callable[[], T]) -> T:
+    """``check()``, its VenueError led by the key's line in the file."""
+    try:
+        return check()
+    except VenueError as exc:
+        if key not in lines:
+            raise
+        raise VenueError(f"line {lines[key]}: {exc}") from exc
+
+
 def parse_venue(text: str, zoneinfo: Path) -> Venue:
-    """The venue in ``text``; a :class:`VenueError` naming the first bad key."""
+    """The venue in ``text``; a :class:`VenueError` naming the first bad key and its line."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise VenueError(f"the file is over {MAX_BYTES} bytes")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise VenueError(f"not valid YAML{where}") from exc
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise VenueError(f"{where}not valid YAML") from exc
     if data is None:
         return Venue()
     if not isinstance(data, dict):
         raise VenueError("the file must hold 'key: value' lines")
+    lines = _key_lines(text)
     unknown = sorted(set(map(str, data)) - set(KEYS))
     if unknown:
-        raise VenueError(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
+        known = ", ".join(KEYS)
+        _at(lines, unknown[0], lambda: _raise(f"unknown key {unknown[0]!r} (known: {known})"))
     return Venue(
-        hostname=_hostname(_text(data, "hostname")),
-        wifi=_wifi(data.get("wifi")),
-        ssh_authorized_key=_ssh_key(_text(data, "ssh_authorized_key")),
-        timezone=_timezone(_text(data, "timezone"), zoneinfo),
-        admin_port=_port(data.get("admin_port")),
+        hostname=_at(lines, "hostname", lambda: _hostname(_text(data, "hostname"))),
+        wifi=_at(lines, "wifi", lambda: _wifi(data.get("wifi"))),
+        ssh_authorized_key=_at(
+            lines, "ssh_authorized_key", lambda: _ssh_key(_text(data, "ssh_authorized_key"))
+        ),
+        timezone=_at(lines, "timezone", lambda: _timezone(_text(data, "timezone"), zoneinfo)),
+        admin_port=_at(lines, "admin_port", lambda: _port(data.get("admin_port"))),
     )
 
 
+def _raise(message: str) -> None:
+    raise VenueError(message)
+
+
 def read_venue(path: Path, zoneinfo: Path) -> tuple[Venue, str | None]:
-    """The venue file's settings, or the defaults and the problem (None when all is well)."""
+    """The venue file's settings, or the defaults and the problem (None when all is well):
+    one line for the journal and the HDMI screen, e.g. ``mirror.yaml on the boot partition:
+    line 3: admin_port 70 must be a number from 1024 to 65535; defaults used``."""
+    where = f"{path.name} on the boot partition"
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return Venue(), None
     except OSError as exc:
-        return Venue(), f"{path}: cannot be read ({exc.strerror})"
+        return Venue(), f"{where}: cannot be read ({exc.strerror}); defaults used"
     try:
         return parse_venue(raw.decode("utf-8"), zoneinfo), None
     except UnicodeDecodeError:
-        return Venue(), f"{path}: not UTF-8 text; using the defaults"
+        return Venue(), f"{where}: not UTF-8 text; defaults used"
     except VenueError as exc:
-        return Venue(), f"{path}: {exc}; using the defaults"
+        return Venue(), f"{where}: {exc}; defaults used"
