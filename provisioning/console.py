@@ -14,7 +14,11 @@ framebuffer:
   console), so the console draws nothing on it at all;
 - on a Raspberry Pi root (``/boot/firmware/cmdline.txt``) the kernel is also
   told ``vt.global_cursor_default=0``, which hides the cursor from the first
-  boot message on, before systemd runs; the rest of that one-line file is kept.
+  boot message on, before systemd runs; the rest of that one-line file is kept;
+- where Debian's ``raspi-firmware`` manages that file (``/etc/default/raspi-firmware``
+  exists), it writes ``cmdline.txt`` anew at every kernel update from its settings
+  and ``/etc/default/raspi-extra-cmdline``: the word goes into that kept file too
+  (its other words kept), so the cursor stays off after an update.
 
 SDL (KMS) and headless profiles get none of this: a KMS master owns the
 screen and the console does not draw over it.
@@ -23,6 +27,7 @@ screen and the console does not draw over it.
 from __future__ import annotations
 
 import logging
+from pathlib import PurePosixPath
 
 from appliance.device.profile import HardwareProfile
 from provisioning.actions import Action, file_action
@@ -30,6 +35,9 @@ from provisioning.layout import PI_CMDLINE, TMPFILES, Layout
 from provisioning.links import mask
 
 logger = logging.getLogger(__name__)
+
+RASPI_FIRMWARE = PurePosixPath("/etc/default/raspi-firmware")
+RASPI_EXTRA = PurePosixPath("/etc/default/raspi-extra-cmdline")
 
 GETTY_UNITS = ("getty@tty1.service", "autovt@tty1.service")
 CURSOR_SETTING = "vt.global_cursor_default="
@@ -64,12 +72,26 @@ def console_actions(layout: Layout, profile: HardwareProfile) -> list[Action]:
         return []
     actions = [mask(layout, unit) for unit in GETTY_UNITS]
     actions.append(file_action(layout, TMPFILES, TMPFILES_TEXT.encode("utf-8"), 0o644))
-    cmdline = layout.host(PI_CMDLINE)
-    if cmdline.is_file():
-        old = cmdline.read_bytes()
-        new = with_cursor_off(old.decode("utf-8", "replace")).encode("utf-8")
-        # the same words: unchanged, whatever the spacing or final newline
-        if old.split() == new.split():
-            new = old
-        actions.append(file_action(layout, PI_CMDLINE, new, cmdline.stat().st_mode & 0o777))
+    for path in (PI_CMDLINE, RASPI_EXTRA):
+        action = _cursor_off_in(layout, path)
+        if action is not None:
+            actions.append(action)
     return actions
+
+
+def _cursor_off_in(layout: Layout, path: PurePosixPath) -> Action | None:
+    """``path`` with the cursor word: the Pi's ``cmdline.txt`` where there is one, and
+    raspi-firmware's kept extra words where that package manages it."""
+    host = layout.host(path)
+    if path == RASPI_EXTRA and not layout.host(RASPI_FIRMWARE).is_file():
+        return None
+    if not host.is_file():
+        if path == PI_CMDLINE:
+            return None
+        return file_action(layout, path, with_cursor_off("").encode("utf-8"), 0o644)
+    old = host.read_bytes()
+    new = with_cursor_off(old.decode("utf-8", "replace")).encode("utf-8")
+    # the same words: unchanged, whatever the spacing or final newline
+    if old.split() == new.split():
+        new = old
+    return file_action(layout, path, new, host.stat().st_mode & 0o777)

@@ -296,6 +296,40 @@ def test_framebuffer_kiosk_masks_getty_and_hides_the_cursor_once(
     )
 
 
+def test_a_pi_with_raspi_firmware_keeps_the_cursor_off_after_kernel_updates(
+    tmp_path: Path, bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """raspi-firmware writes cmdline.txt anew at each kernel update from its kept files: the
+    cursor word goes into /etc/default/raspi-extra-cmdline too, once, other words kept."""
+    root = tmp_path / "root"
+    cmdline = root / "boot" / "firmware" / "cmdline.txt"
+    cmdline.parent.mkdir(parents=True)
+    cmdline.write_text(PI_CMDLINE + "\n")
+    default = root / "etc" / "default"
+    default.mkdir(parents=True)
+    (default / "raspi-firmware").write_text("ROOTPART=LABEL=RASPIROOT\n")
+    extra = default / "raspi-extra-cmdline"
+    extra.write_text("quiet vt.global_cursor_default=1\n")
+    extra.chmod(0o640)
+    assert main(_args(root, bundle)) == 0
+    assert extra.read_text() == "quiet vt.global_cursor_default=0\n"
+    assert extra.stat().st_mode & 0o777 == 0o640
+    capsys.readouterr()
+    assert main(_args(root, bundle)) == 0
+    assert "no change" in capsys.readouterr().out
+    assert extra.read_text() == "quiet vt.global_cursor_default=0\n"
+
+    extra.unlink()  # none yet: made with the one word
+    assert main(_args(root, bundle)) == 0
+    assert extra.read_text() == "vt.global_cursor_default=0\n"
+
+    plain = tmp_path / "plain"  # a Pi root without raspi-firmware: cmdline.txt only
+    (plain / "boot" / "firmware").mkdir(parents=True)
+    (plain / "boot" / "firmware" / "cmdline.txt").write_text(PI_CMDLINE + "\n")
+    assert main(_args(plain, bundle)) == 0
+    assert not (plain / "etc" / "default" / "raspi-extra-cmdline").exists()
+
+
 def test_kms_and_headless_profiles_leave_the_console_alone(tmp_path: Path, bundle: Path) -> None:
     profiles = load_profiles()
     for name in ("x86-nvidia-t4", "jetson-orin-nano"):
