@@ -108,6 +108,22 @@ def test_a_blink_shows_the_visitor_eyes_a_long_closure_does_not(
     assert run_hand_over(monkeypatch, "identity", [0.02])[0] == (0.0, 0.0)
 
 
+def test_a_wide_eyed_visitors_blink_shows_their_eye_before_the_fixed_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing counts against the visitor's own open eye: expressive_woman_long's wide
+    eyes (aspect ratio 0.44) blink in one frame that the smoothed landmarks see only
+    half-closed (0.23, above EYE_OPEN): the old fixed threshold never showed that blink."""
+    wide = run_hand_over(monkeypatch, "blinks", [0.44] * 30 + [0.23] + [0.44] * 10)
+    assert all(r == 0.0 for r, _ in wide[:30])
+    assert wide[30][0] > 0.7, wide[30]
+    assert wide[-1] == (0.0, 0.0)
+    narrow = run_hand_over(monkeypatch, "blinks", [0.2] * 120)  # narrow eyes, never closing
+    assert all(r == 0.0 for r, _ in narrow), narrow[-1]
+    squint = run_hand_over(monkeypatch, "blinks", [0.44] * 30 + [0.23] * 60)  # a long squint
+    assert squint[-1] == (0.0, 0.0)  # is no blink: the identity's eyes come back
+
+
 def test_shape_transfer_moves_the_visitor_eyes_with_the_new_shape(
     store: ModelStore, analyzer: FaceAnalyzer, astronaut: np.ndarray
 ) -> None:
