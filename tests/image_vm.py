@@ -225,7 +225,8 @@ def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]
         local = work / f"inject-{n}"
         local.write_text(text)
         local.chmod(0o644)
-        commands += [f"mkdir {Path(path).parent}", f"write {local} {path}"]
+        # (debugfs reports a folder that exists or a file that does not, and goes on)
+        commands += [f"mkdir {Path(path).parent}", f"rm {path}", f"write {local} {path}"]
     commands += [f"symlink {link} {target}" for link, target in sorted(links.items())]
     script = work / "inject.debugfs"
     script.write_text("\n".join(commands) + "\n")
@@ -244,6 +245,32 @@ def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]
     ]
     subprocess.run(dd, check=True)
     reader.close()
+
+
+def put_boot_file(image: Path, name: str, text: str, work: Path) -> None:
+    """Write ``name`` on the image's FAT boot partition (what an installer edits), with mtools."""
+    boot = partitions(image)[0]
+    local = work / f"boot-{name}"
+    local.write_text(text)
+    fat = f"{image}@@{boot['start'] * 512}"
+    subprocess.run(["mcopy", "-o", "-i", fat, str(local), f"::{name}"], check=True)
+
+
+PROBE = re.compile(r"mirror-probe: (.*)")
+
+
+def probes(console: str, since: int = 0) -> list[dict[str, str]]:
+    """The test probe's lines on the console after offset ``since``: ``systemctl show``'s
+    ``ActiveState``, ``SubState``, ``NRestarts`` of mirror.service and ``problem`` (what
+    ``/run/mirror/venue-problem`` held)."""
+    found = []
+    for match in PROBE.finditer(console, since):
+        line = match.group(1)
+        fields, _, problem = line.partition("problem=")
+        values = dict(word.split("=", 1) for word in fields.split() if "=" in word)
+        values["problem"] = problem.strip().strip("[]")
+        found.append(values)
+    return found
 
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

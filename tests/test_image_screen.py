@@ -118,3 +118,39 @@ def test_firstboot_leaves_the_problem_for_the_screen_and_clears_it(tmp_path: Pat
     done = _firstboot(root, tmp_path)
     assert done.returncode == 0, done.stderr
     assert not left.exists()
+
+
+def _as_shot(rgb: np.ndarray, path: Path) -> Path:
+    from PIL import Image
+
+    Image.fromarray(rgb).save(path, format="PPM")
+    return path
+
+
+def test_the_boot_tests_screen_checks_tell_the_label_and_the_problem_apart(
+    font: Path, tmp_path: Path, astronaut: np.ndarray
+) -> None:
+    """The boot test's checks of a screendump (tests/image_screens.py), on drawn screens."""
+    import cv2
+
+    from appliance.config import LabelSettings
+    from appliance.media.letterbox import letterbox
+    from appliance.vision.label import Labeler
+    from tests.image_screens import check_label, check_problem_line, first_boot_expected
+
+    size = (640, 480)
+    frame = np.asarray(cv2.resize(astronaut, size), dtype=np.uint8)
+    plain = letterbox(frame.copy(), (1280, 800))[..., ::-1]
+    labelled = letterbox(Labeler(LabelSettings(), font).apply(frame), (1280, 800))[..., ::-1]
+    check_label(_as_shot(np.ascontiguousarray(labelled), tmp_path / "l.ppm"), font, size)
+    with pytest.raises(AssertionError):
+        check_label(_as_shot(np.ascontiguousarray(plain), tmp_path / "p.ppm"), font, size)
+    with_problem = first_boot_expected(font, size, INFO, PROBLEM)
+    shot = _as_shot(np.ascontiguousarray(with_problem), tmp_path / "fb.ppm")
+    check_problem_line(shot, font, size, INFO, PROBLEM)
+    without = first_boot_expected(font, size, INFO, None)
+    shot = _as_shot(np.ascontiguousarray(without), tmp_path / "fb0.ppm")
+    with pytest.raises(AssertionError):
+        check_problem_line(shot, font, size, INFO, PROBLEM)
+    with pytest.raises(AssertionError):  # the first-boot screen is not the labelled mirror
+        check_label(shot, font, size)
