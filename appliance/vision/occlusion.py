@@ -27,6 +27,7 @@ from appliance.vision.mesh import (
     RIGHT_BROW,
     RIGHT_EYE,
 )
+from appliance.vision.thumbnail import thumbnail
 from appliance.vision.types import FloatArray
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def occluders(roi: Image, visitor: FloatArray) -> Mask:
     h, w = roi.shape[:2]
     scale = min(1.0, WORK_SIDE / max(h, w))
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    small = np.asarray(cv2.resize(roi, size, interpolation=cv2.INTER_AREA), np.uint8)
+    small = np.asarray(thumbnail(roi, size), np.uint8)
     ycc = cv2.cvtColor(small, cv2.COLOR_BGR2YCrCb).astype(np.float32)
     face = np.zeros(small.shape[:2], np.uint8)
     cv2.fillPoly(face, [_poly(visitor, FACE_OVAL, scale)], 255)

@@ -17,6 +17,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from appliance.vision.thumbnail import thumbnail
+
 logger = logging.getLogger(__name__)
 
 Image = npt.NDArray[np.uint8]
@@ -30,7 +32,7 @@ _Y = np.array([0.114, 0.587, 0.299], np.float32)  # BGR luminance weights
 def _low(
     image: Image, weight: npt.NDArray[np.float32], size: tuple[int, int], sigma: float
 ) -> npt.NDArray[np.float32]:
-    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA).astype(np.float32)
+    small = thumbnail(image, size).astype(np.float32)
     luma = small @ _Y
     blurred = cv2.GaussianBlur(luma * weight, (0, 0), sigma)
     return np.asarray(blurred, np.float32)
@@ -44,7 +46,7 @@ def shading_gain(
     factor = max(1.0, max(h, w) / SMALL_SIDE)
     size = (max(4, round(w / factor)), max(4, round(h / factor)))
     sigma = max(1.0, SIGMA * face_px / factor)
-    inside = (cv2.resize(mask, size, interpolation=cv2.INTER_AREA) > 127).astype(np.float32)
+    inside = (thumbnail(mask, size) > 127).astype(np.float32)
     if inside.sum() < 16:
         return None
     norm = np.asarray(cv2.GaussianBlur(inside, (0, 0), sigma), np.float32) + 1e-3
