@@ -6,6 +6,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from appliance.vision.thumbnail import thumbnail
+
 Image = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.uint8]
 
@@ -26,12 +28,13 @@ def _ycc_stats(image: Image, mask: Mask) -> tuple[np.ndarray, np.ndarray] | None
     h, w = mask.shape
     scale = min(1.0, _STATS_SIDE / max(h, w))
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
-    core = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST) > 127
-    if int(core.sum()) < 16:
+    small = thumbnail(image, size)
+    core = np.asarray(cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST) > 127, np.uint8)
+    if cv2.countNonZero(core) < 16:
         return None
-    pixels = small[core].astype(np.float64) @ _BGR2YCC.T
-    return pixels.mean(axis=0), pixels.std(axis=0) + 1e-3
+    # OpenCV's YCrCb is _BGR2YCC plus _CHROMA_OFFSET (rounded to 8 bits)
+    mean, std = cv2.meanStdDev(cv2.cvtColor(small, cv2.COLOR_BGR2YCrCb), mask=core)
+    return mean.ravel() - _CHROMA_OFFSET, std.ravel() + 1e-3
 
 
 class ColourMemory:
@@ -115,7 +118,7 @@ def feather(mask: Mask, width_px: int) -> Mask:
     small = mask
     if factor > 1:
         small_size = (max(1, w // factor), max(1, h // factor))
-        shrunk = cv2.resize(mask, small_size, interpolation=cv2.INTER_AREA)
+        shrunk = thumbnail(mask, small_size)
         small = np.asarray(shrunk, np.uint8)
     width = max(1, round(width_px / factor))
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width | 1, width | 1))
