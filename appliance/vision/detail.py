@@ -64,7 +64,8 @@ def match_detail(warped: Image, seen: Image, mask: Image, ease: Eases | None = N
     """
     core = _core(mask)
     have = detail_energy(warped, core)
-    seen_energy = detail_energy(seen, core)
+    seen_grey: Image = np.asarray(cv2.cvtColor(seen, cv2.COLOR_BGR2GRAY), np.uint8)
+    seen_energy = detail_energy(seen_grey, core)
     if have is None or seen_energy is None or have <= 1e-6:
         return warped
     want = DETAIL_TARGET * seen_energy
@@ -72,7 +73,7 @@ def match_detail(warped: Image, seen: Image, mask: Image, ease: Eases | None = N
     if ease is not None:
         gain = ease[0](gain)
     sharp = sharpen(warped, gain)
-    layer = grain(seen)
+    layer = grain(seen_grey)
     now = detail_energy(sharp, core)
     extra = detail_energy(layer, core)
     if now is None or extra is None or extra <= 1e-6:
@@ -93,8 +94,11 @@ def sharpen(image: Image, gain: float) -> Image:
 
 
 def grain(visitor: Image) -> npt.NDArray[np.float32]:
-    """The visitor's fine layer: the frame minus its blur, clipped to a small amplitude."""
-    grey = cv2.cvtColor(visitor, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    """The visitor's fine layer: the frame (colour or grey) minus its blur, clipped to a
+    small amplitude."""
+    grey = (cv2.cvtColor(visitor, cv2.COLOR_BGR2GRAY) if visitor.ndim == 3 else visitor).astype(
+        np.float32
+    )
     fine = grey - cv2.GaussianBlur(grey, (0, 0), GRAIN_SIGMA_PX)
     out: npt.NDArray[np.float32] = np.clip(fine, -GRAIN_CLIP, GRAIN_CLIP)
     return out
