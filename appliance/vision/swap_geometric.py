@@ -56,6 +56,9 @@ _ONE = 1 << _SHIFT
 _MIN_FACE_PX = 12
 _MAP_STEP = 2  # coarse-grid step for the source map of large faces
 _MAP_STEP_MIN_PX = 96
+# the warp's coarse map has about this many cells down the face (map_step): the
+# error of interpolating it is then the same share of the face at any size
+MAP_CELLS = 80
 _RING = np.ones((3, 3), np.uint8)
 _OVAL = np.array(FACE_OVAL)
 _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(INNER_MOUTH),)}
@@ -103,12 +106,14 @@ class GeometricSwapper:
         local[:, :2] -= (x0, y0)
         size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
+        face_px = float(np.ptp(local[_OVAL, 1]))
         # the frame's own detail, before the visitor's face is moved (a resampling)
         as_seen = roi.copy() if target is not None else roi
         own = face.points[:, :2] - np.array((x0, y0), np.float32)
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
         visitor = own if target is not None else None
-        warped, covered = _warp_face(identity, local, size, roi, visitor=visitor, keep=in_front)
+        step = map_step(face_px, size)
+        warped, covered = _warp_face(identity, local, step, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", t0)
         if identity.irises is not None:  # the identity's irises, the visitor's gaze
             draw_irises(warped, local, identity.irises)
@@ -118,7 +123,6 @@ class GeometricSwapper:
         mask = self._mask(local, covered, size, identity, own_eyes)
         if in_front is not None:
             mask[in_front > 0] = 0
-        face_px = float(np.ptp(local[_OVAL, 1]))
         if self.settings.color_match:
             warped = match_colour(warped, roi, mask, colour)
             t1 = add_stage_ms(timings, "colour", t1)
@@ -213,20 +217,32 @@ def _affines(sources: list[FloatArray], dst_xy: FloatArray, tris: IntArray) -> F
     """Per triangle, the affines from destination (ROI) pixels to each source's pixels.
 
     (T, 3, 2 * len(sources)): ``[x y 1] @ out[t]`` is every source's (x, y) in turn.
+    Closed form through the barycentric coordinates (a degenerate triangle gets
+    a huge but finite affine; it is never drawn).
     """
-    dst = dst_xy[tris].astype(np.float64)
-    ones = np.ones((len(tris), 3, 1))
-    dst_h = np.concatenate([dst, ones], axis=2)  # (T, 3, 3): rows are points
-    det = np.linalg.det(dst_h)
-    dst_h[np.abs(det) < 1e-9] += np.eye(3) * 1e-3
-    src = np.concatenate([s[tris].astype(np.float64) for s in sources], axis=2)
-    return np.linalg.solve(dst_h, src).astype(np.float32)
+    dst = dst_xy[tris].astype(np.float64)  # (T, 3, 2)
+    p0, e1, e2 = dst[:, 0], dst[:, 1] - dst[:, 0], dst[:, 2] - dst[:, 0]
+    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
+    # u and v (the weights of vertices 1 and 2) as [x y 1] @ (3,) per triangle
+    u = np.stack([e2[:, 1], -e2[:, 0], p0[:, 1] * e2[:, 0] - p0[:, 0] * e2[:, 1]], 1)
+    v = np.stack([-e1[:, 1], e1[:, 0], p0[:, 0] * e1[:, 1] - p0[:, 1] * e1[:, 0]], 1)
+    u /= det[:, None]
+    v /= det[:, None]
+    src = np.concatenate([s[tris].astype(np.float64) for s in sources], axis=2)  # (T, 3, 2k)
+    out = (
+        u[:, :, None] * (src[:, 1] - src[:, 0])[:, None]
+        + v[:, :, None] * (src[:, 2] - src[:, 0])[:, None]
+    )
+    out[:, 2] += src[:, 0]
+    affines: FloatArray = out.astype(np.float32)
+    return affines
 
 
 def _warp_face(
     identity: Identity,
     local: FloatArray,
-    size: tuple[int, int],
+    step: int,
     roi: Image,
     *,
     visitor: FloatArray | None = None,
@@ -238,37 +254,29 @@ def _warp_face(
     is first moved, in place, from those landmarks onto ``local``, except
     where ``keep`` is set (what is in front of the face stays put).
 
-    The piecewise-affine map is continuous, so for large faces it is computed
-    on a grid ``_MAP_STEP`` times coarser and interpolated: the texture is still
-    sampled once per output pixel (a coarser grid costs visible error where
-    the mesh's triangles are small). The coarse map runs one cell past the mesh
-    (each outside cell takes a neighbouring triangle's affine), so the
+    The piecewise-affine map is continuous, so it is computed on a grid
+    ``step`` times coarser (``map_step``) and interpolated: the texture is
+    still sampled once per output pixel. The coarse map runs one cell past the
+    mesh (each outside cell takes a neighbouring triangle's affine), so the
     interpolation at the outline does not blend in the "no source" marks.
     """
-    w, h = size
-    step = _MAP_STEP if min(w, h) >= _MAP_STEP_MIN_PX else 1
+    size = (roi.shape[1], roi.shape[0])
+    grid = (-(-size[0] // step), -(-size[1] // step))
     dst = ((local[:, :2] + 0.5) / step - 0.5).astype(np.float32)
-    grid = (-(-w // step), -(-h // step))
     ids = _rasterise(dst, local[:, 2], identity, grid)
     sources = [identity.texture_points] + ([visitor] if visitor is not None else [])
     ringed = ids if step == 1 else np.where(ids > 0, ids, cv2.dilate(ids, _RING))
     maps = _maps(sources, dst, identity.triangles, ringed)
-    if visitor is not None:  # outside the mesh the visitor's image stays where it is
-        outside = ids == 0
-        gy, gx = np.nonzero(outside)
-        maps[1][0][outside] = (gx + 0.5) * step - 0.5
-        maps[1][1][outside] = (gy + 0.5) * step - 0.5
-    if step > 1:
-        maps = [(_upscale(mx, size), _upscale(my, size)) for mx, my in maps]
-        ids = np.asarray(cv2.resize(ids, size, interpolation=cv2.INTER_NEAREST), np.uint16)
-    covered: Image = (ids > 0).astype(np.uint8)
+    full_ids = _sized_ids(ids, size, step)
     if visitor is not None:
-        moved = cv2.remap(roi, *maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        where = covered > 0 if keep is None else (covered > 0) & (keep == 0)
-        np.copyto(roi, np.asarray(moved, np.uint8), where=where[..., None])
+        _move_visitor(roi, ids, full_ids, maps[1], step=step, keep=keep)
+    tex_x, tex_y = maps[0]
+    if step > 1:
+        tex_x, tex_y = _upscale(tex_x, size, step), _upscale(tex_y, size, step)
+    covered: Image = (full_ids > 0).astype(np.uint8)
     texture = identity.texture if identity.texture_bgra is None else identity.texture_bgra
     warped: Image = np.asarray(
-        cv2.remap(texture, *maps[0], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
+        cv2.remap(texture, tex_x, tex_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
         np.uint8,
     )
     if warped.shape[2] == 4:  # where the identity's own face was covered, it is not used
@@ -277,8 +285,60 @@ def _warp_face(
     return warped, covered
 
 
-def _upscale(coarse: FloatArray, size: tuple[int, int]) -> FloatArray:
-    return np.asarray(cv2.resize(coarse, size, interpolation=cv2.INTER_LINEAR), np.float32)
+def _move_visitor(
+    roi: Image,
+    ids: npt.NDArray[np.uint16],
+    full_ids: npt.NDArray[np.uint16],
+    coarse: tuple[FloatArray, FloatArray],
+    *,
+    step: int,
+    keep: Image | None,
+) -> None:
+    """Move the ROI's own pixels (in place) by the coarse visitor map (``step`` ROI pixels
+    per cell); outside the mesh, and where ``keep`` is set, the visitor's image stays."""
+    size = (roi.shape[1], roi.shape[0])
+    outside = ids == 0
+    gy, gx = np.nonzero(outside)
+    map_x, map_y = coarse
+    map_x[outside] = (gx + 0.5) * step - 0.5
+    map_y[outside] = (gy + 0.5) * step - 0.5
+    if step > 1:
+        map_x, map_y = _upscale(map_x, size, step), _upscale(map_y, size, step)
+    moved = cv2.remap(roi, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    where = full_ids > 0
+    if keep is not None:
+        where &= keep == 0
+    cv2.copyTo(np.asarray(moved, np.uint8), where.astype(np.uint8), roi)  # in place
+
+
+def _sized_ids(
+    ids: npt.NDArray[np.uint16], size: tuple[int, int], step: int
+) -> npt.NDArray[np.uint16]:
+    """The coarse triangle-id map at the ROI's ``size`` (each cell repeated)."""
+    if step == 1:
+        return ids
+    full = cv2.resize(ids, _whole_cells(ids, step), interpolation=cv2.INTER_NEAREST)
+    return np.asarray(full[: size[1], : size[0]], np.uint16)
+
+
+def _whole_cells(grid: npt.NDArray[np.generic], step: int) -> tuple[int, int]:
+    """The size ``grid`` covers in whole cells of ``step`` pixels (at least the ROI's):
+    the resize to it puts each cell's centre where the coarse map took it."""
+    return grid.shape[1] * step, grid.shape[0] * step
+
+
+def map_step(face_px: float, size: tuple[int, int]) -> int:
+    """ROI pixels per cell of the warp's coarse map: about ``MAP_CELLS`` cells down the
+    face (never under ``_MAP_STEP``); 1 (exact) for small faces."""
+    if min(size) < _MAP_STEP_MIN_PX:
+        return 1
+    return max(_MAP_STEP, round(face_px / MAP_CELLS))
+
+
+def _upscale(coarse: FloatArray, size: tuple[int, int], step: int) -> FloatArray:
+    """A coarse map at the ROI's ``size`` (bilinear between the cells' centres)."""
+    full = cv2.resize(coarse, _whole_cells(coarse, step), interpolation=cv2.INTER_LINEAR)
+    return np.asarray(full[: size[1], : size[0]], np.float32)
 
 
 def _maps(
