@@ -226,3 +226,24 @@ def test_a_closing_eye_flattens_the_drawn_iris(
 
     flat, disc = painted(0.15), painted(1.0)
     assert flat < 0.85 * disc, (flat, disc)
+
+
+def test_the_cut_iris_keeps_the_identitys_own_lid(analyzer: FaceAnalyzer) -> None:
+    """Einstein's heavy upper lids cover the top of his irises: the cut iris keeps that lid
+    (a full round disc filled in under it read as another, staring face: d_src 0.52)."""
+    identity = enroll(read_image(shared_media("portrait_einstein_bw.jpg")), analyzer)
+    assert identity.irises is not None
+    for patch, (ring, _, _, iris) in zip(identity.irises, gaze.EYES, strict=True):
+        assert patch is not None
+        half = (patch.image.shape[0] - 1) // 2
+        centre = identity.points[iris[0], :2].astype(np.float64)
+        shift = np.array([[1.0, 0.0, half - centre[0]], [0.0, 1.0, half - centre[1]]])
+        side = patch.image.shape[0]
+        photo = cv2.warpAffine(identity.texture, shift, (side, side), flags=cv2.INTER_LINEAR)
+        corner = (centre - half).astype(np.float32)
+        opening = gaze._opening(identity.points[list(ring), :2], (side, side), corner)
+        inner = cv2.erode(opening, np.ones((3, 3), np.uint8))
+        lid = (patch.image[..., 3] > 127) & (inner < 128)  # the disc at and under the lid
+        assert lid.sum() >= 10, lid.sum()
+        drawn = patch.image[..., :3][lid].astype(np.float32)
+        assert np.abs(drawn - photo[lid].astype(np.float32)).mean() < 2.0

@@ -1,7 +1,8 @@
 """Gaze follows the visitor: the identity's irises drawn where the visitor's are.
 
 At enrollment each iris of the identity's texture is cut out as a disc (the
-part a lid hides in the photo filled from the disc's own lower or upper half)
+part of it the photo's own lid covers kept as that lid, what hair or a hand
+covers filled from the disc's other half)
 and the eye opening under it is filled with the eye's white, so the texture
 has bare eyes. Per frame, each disc is drawn at the target mesh's iris
 centre (``follow_gaze``: where the visitor's iris sits between the eye's
@@ -98,13 +99,18 @@ def _cut_one(
     opening = cv2.erode(
         _opening(uv[list(ring), :2], (side, side), corner), np.ones((3, 3), np.uint8)
     )
-    seen = (disc > 0.5) & (opening > 127) & (patch[..., 3] > 127)
+    uncovered = patch[..., 3] > 127  # not hair or a hand in the photo
+    seen = (disc > 0.5) & (opening > 127) & uncovered
     if seen.sum() < MIN_SEEN * (disc > 0.5).sum():
         return None
     colour = patch[..., :3].astype(np.float32)
-    flipped, flipped_seen = colour[::-1], seen[::-1]  # a lid hides the top: the bottom fills in
-    fill = np.where(flipped_seen[..., None], flipped, colour[seen].mean(axis=0))
-    colour = np.where(seen[..., None], colour, fill)
+    # what covers the iris in the photo is filled in from the disc's other half; the
+    # lids are kept: drawn, the iris sits under the identity's own lid as in the photo
+    # (heavy lids over the top of a round disc read as another, staring face)
+    kept = uncovered[..., None]
+    flipped, flipped_kept = colour[::-1], kept[::-1]
+    fill = np.where(flipped_kept, flipped, colour[seen].mean(axis=0))
+    colour = np.where(kept, colour, fill)
     image = np.dstack([colour, disc * 255.0]).round().clip(0, 255).astype(np.uint8)
     _bare(texture, uv[list(ring), :2], centre, radius)
     axis = complex(*(uv[inner, :2] - uv[outer, :2]))
