@@ -74,6 +74,13 @@ class FaceAnalyzer:
             )
         return model
 
+    def detector_copy(self) -> FaceDetector | None:
+        """The whole-frame detector on its own interpreter, for a helper thread; None
+        without a backend to load one (an interpreter must not run twice at once)."""
+        if self.backend is None:
+            return None
+        return self.detector.copy(self.backend.load(self.detector.model.path))
+
     @classmethod
     def from_store(
         cls,

@@ -10,9 +10,13 @@ import numpy.typing as npt
 
 from appliance.inference.base import Model
 from appliance.vision.anchors import FULL_RANGE, SHORT_RANGE, AnchorSpec, make_anchors
+from appliance.vision.thumbnail import thumbnail
 from appliance.vision.types import Detection, FloatArray
 
 logger = logging.getLogger(__name__)
+
+# a model input and how it maps back: (tensor, scale, (pad x, pad y))
+Prepared = tuple[FloatArray, float, tuple[int, int]]
 
 NMS_IOU = 0.3
 _NUM_KEYPOINTS = 6
@@ -37,16 +41,29 @@ class FaceDetector:
         self.max_faces = max_faces
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
-        tensor, scale, pad = self._letterbox(image)
+        return self.finish(self.prepare(image))
+
+    def prepare(self, image: npt.NDArray[np.uint8]) -> Prepared:
+        """The model's input for ``image`` (its own copy: the image may change after)."""
+        return self._letterbox(image)
+
+    def finish(self, prepared: Prepared) -> list[Detection]:
+        """Run the model on a prepared input and decode its faces (image pixels)."""
+        tensor, scale, pad = prepared
         regressors, logits = self._run(tensor)
         return self._decode(regressors, logits, scale, pad)
 
-    def _letterbox(self, image: npt.NDArray[np.uint8]) -> tuple[FloatArray, float, tuple[int, int]]:
+    def copy(self, model: Model) -> FaceDetector:
+        """The same detector on another interpreter of its model (for another thread)."""
+        kind = "short" if self.spec is SHORT_RANGE else "full"
+        return FaceDetector(model, kind, self.min_score, self.max_faces)
+
+    def _letterbox(self, image: npt.NDArray[np.uint8]) -> Prepared:
         size = self.spec.input_size
         h, w = image.shape[:2]
         scale = size / max(h, w)
         nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-        resized = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA)
+        resized = thumbnail(image, (nw, nh))
         pad_x, pad_y = (size - nw) // 2, (size - nh) // 2
         canvas = np.zeros((size, size, 3), np.uint8)
         canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = resized

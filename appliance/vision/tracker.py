@@ -2,6 +2,9 @@
 
 A full detection runs every ``detect_every`` frames, and at once whenever
 there is no track or a track is lost (landmark presence below threshold).
+With a second CPU the periodic one runs on a helper thread and is taken a
+frame or two later (``detect_ahead``), so it adds nothing to a frame's
+latency; the tile scan for small faces still runs in line.
 Between detections each track's crop follows its own previous frame's raw
 landmarks (``roi_from_landmarks``), moved on by the face's last
 frame-to-frame motion; that is cheaper than detecting and better aligned
@@ -33,6 +36,7 @@ import numpy.typing as npt
 
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.detect_ahead import DetectAhead
 from appliance.vision.face_pool import FacePool
 from appliance.vision.face_state import FaceState
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
@@ -152,9 +156,15 @@ class Tracker:
         smoothing: OneEuroParams | None = None,
         presence_threshold: float = PRESENCE_THRESHOLD,
         pool: FacePool | None = None,
+        detect_ahead: bool | None = None,
     ) -> None:
         self.analyzer = analyzer
         self.pool = pool or FacePool(parallel=False)  # followed faces' landmarks over threads
+        # the periodic detection on a helper thread (detect_ahead); by default where the
+        # pool has a second CPU for the faces too
+        ahead = self.pool.parallel if detect_ahead is None else detect_ahead
+        copy = analyzer.detector_copy() if ahead else None
+        self._ahead = DetectAhead(copy) if copy is not None else None
         self.detect_every = detect_every  # may be changed at run time
         self.policy: Policy = policy
         self.max_faces = max_faces
@@ -173,11 +183,18 @@ class Tracker:
         return list(self._tracks)
 
     @property
+    def detect_ahead(self) -> DetectAhead | None:
+        """The helper that runs the periodic detection, or None (in line)."""
+        return self._ahead
+
+    @property
     def limit(self) -> int:
         return 1 if self.policy == "largest" else max(1, self.max_faces)
 
     def reset(self) -> None:
         """Drop every track; the next frame detects. Ids keep counting up."""
+        if self._ahead is not None:
+            self._ahead.cancel()
         self._tracks = []
         self._since_detect = 0
         self._since_scan = _SCAN_NOW
@@ -191,9 +208,19 @@ class Tracker:
         followed = self._follow(image, timings) if self._tracks else []
         due = self._since_detect + 1 >= max(1, self.detect_every)
         lost = any(f.presence < self.presence_threshold for f in followed)
-        if not self._tracks or due or lost:
+        ahead = self._ahead
+        found = ahead.ready() if ahead is not None else None
+        if not self._tracks or lost or (due and (ahead is None or self._scan_due())):
+            if ahead is not None:
+                ahead.cancel()
             candidates = self._detect(image, followed, timings)
+        elif found is not None:  # the detection started a frame or two ago
+            candidates = self._take(image, found, followed, timings, time.perf_counter())
         else:
+            if due and ahead is not None:
+                start = time.perf_counter()
+                ahead.start(image)
+                add_stage_ms(timings, "detect", start)
             candidates = [_Candidate(t, f) for t, f in zip(self._tracks, followed, strict=True)]
             self._since_detect += 1
         start = time.perf_counter()
@@ -208,15 +235,31 @@ class Tracker:
         add_stage_ms(timings, "landmarks", start)
         return faces
 
+    def _scan_due(self) -> bool:
+        """Whether a detection now includes the tile scan (small faces): while there is
+        room for more faces, at most every detect_every frames (nobody in view detects
+        every frame, the scan need not)."""
+        return len(self._tracks) < self.limit and self._since_scan >= max(1, self.detect_every)
+
     def _detect(
         self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
     ) -> list[_Candidate]:
         start = time.perf_counter()
-        # the tile scan (small faces) while there is room for more, at most every
-        # detect_every frames: nobody in view detects every frame, the scan need not
-        scan = len(self._tracks) < self.limit and self._since_scan >= max(1, self.detect_every)
+        scan = self._scan_due()
         self._since_scan = 0 if scan else self._since_scan
         found = self.analyzer.candidates(image, scan=scan)
+        return self._take(image, found, followed, timings, start)
+
+    def _take(
+        self,
+        image: Image,
+        found: list[Detection],
+        followed: list[FaceLandmarks],
+        timings: dict[str, float],
+        start: float,
+    ) -> list[_Candidate]:
+        """The candidates of a detection's faces ``found``: matched to the followed faces,
+        new ones confirmed and given landmarks from ``image``."""
         self.detections += 1
         self._since_detect = 0
         pairs = self._match(found, followed)

@@ -1,0 +1,96 @@
+"""The periodic detection on a helper thread (issue 17): off the frame's critical path.
+
+A real clip is followed with ``detect_ahead``: after the first frame (which
+must detect in line: nobody is followed yet) the processing thread never runs
+the detector model itself, the helper's own interpreter does, on the
+``detect`` thread, and its results are still taken (the tracker's detection
+count rises every few frames) without breaking the track. While there is room
+for more faces the detection (with the tile scan) stays in line, and a face
+that comes in is followed from the next detection on. Nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import cv2
+import numpy as np
+import pytest
+
+from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.detector import FaceDetector, Prepared
+from appliance.vision.face_pool import FacePool
+from appliance.vision.tracker import Tracker
+from appliance.vision.types import Detection
+from tests.conftest import shared_media
+
+FRAME_NS = 33_333_333
+EVERY = 5
+
+
+def _clip(frames: int) -> list[np.ndarray]:
+    cap = cv2.VideoCapture(str(shared_media("expressive_woman.mp4")))
+    out = []
+    while len(out) < frames:
+        ok, image = cap.read()
+        assert ok
+        out.append(cv2.resize(image, (640, 480), interpolation=cv2.INTER_AREA))
+    cap.release()
+    return out
+
+
+def _threads_of(monkeypatch: pytest.MonkeyPatch, detector: FaceDetector) -> list[str]:
+    """Wraps the detector's model step; the list gets the thread name of each run."""
+    names: list[str] = []
+    finish: Callable[[Prepared], list[Detection]] = detector.finish
+
+    def recording(prepared: Prepared) -> list[Detection]:
+        names.append(threading.current_thread().name)
+        return finish(prepared)
+
+    monkeypatch.setattr(detector, "finish", recording)
+    return names
+
+
+def test_periodic_detection_runs_on_the_helper_and_keeps_the_track(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracker = Tracker(
+        analyzer, EVERY, "largest", 1, pool=FacePool(parallel=True), detect_ahead=True
+    )
+    ahead = tracker.detect_ahead
+    assert ahead is not None and ahead.detector is not analyzer.detector  # its own interpreter
+    inline = _threads_of(monkeypatch, analyzer.detector)
+    helper = _threads_of(monkeypatch, ahead.detector)
+    ids = []
+    for i, image in enumerate(_clip(40)):
+        tracks = tracker.update(image, i * FRAME_NS)
+        assert len(tracks) == 1, f"frame {i}"
+        ids.append(tracks[0].track_id)
+    tracker.reset()
+    assert len(inline) == 1, "only the first frame (nobody followed yet) detects in line"
+    assert len(helper) >= 40 // EVERY - 2 and set(helper) == {"detect_0"}, helper
+    assert tracker.detections >= len(helper) - 1, "the helper's detections were taken"
+    assert set(ids) == {ids[0]}, "one face, one id, through the late detections"
+
+
+def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(
+    analyzer: FaceAnalyzer, grace_hopper: np.ndarray
+) -> None:
+    tracker = Tracker(analyzer, EVERY, "all", 2, pool=FacePool(parallel=True), detect_ahead=True)
+    newcomer = cv2.resize(grace_hopper, (200, 240), interpolation=cv2.INTER_AREA)
+    arrive = 12
+    found_at = None
+    for i, image in enumerate(_clip(40)):
+        canvas = np.zeros((480, 900, 3), np.uint8)
+        canvas[:, :640] = image
+        if i >= arrive:
+            canvas[120:360, 680:880] = newcomer
+        tracks = tracker.update(canvas, i * FRAME_NS)
+        if len(tracks) == 2 and found_at is None:
+            found_at = i
+    tracker.reset()
+    assert found_at is not None, "the newcomer was never followed"
+    # the next periodic detection after it came in, plus the frames until it is taken
+    assert found_at <= arrive + EVERY + 3, found_at
