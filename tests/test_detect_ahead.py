@@ -94,3 +94,14 @@ def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(
     assert found_at is not None, "the newcomer was never followed"
     # the next periodic detection after it came in, plus the frames until it is taken
     assert found_at <= arrive + EVERY + 3, found_at
+
+
+def test_detecting_every_frame_stays_in_line(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench's naive loop (and the ladder's top rung) detect each frame on that frame."""
+    tracker = Tracker(analyzer, 1, "largest", 1, pool=FacePool(parallel=True), detect_ahead=True)
+    inline = _threads_of(monkeypatch, analyzer.detector)
+    for i, image in enumerate(_clip(6)):
+        tracker.update(image, i * FRAME_NS)
+    assert len(inline) == 6 and tracker.detections == 6

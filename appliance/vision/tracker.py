@@ -208,7 +208,8 @@ class Tracker:
         followed = self._follow(image, timings) if self._tracks else []
         due = self._since_detect + 1 >= max(1, self.detect_every)
         lost = any(f.presence < self.presence_threshold for f in followed)
-        ahead = self._ahead
+        # detecting every frame means this frame's own detection: in line
+        ahead = self._ahead if self.detect_every > 1 else None
         found = ahead.ready() if ahead is not None else None
         if not self._tracks or lost or (due and (ahead is None or self._scan_due())):
             if ahead is not None:
