@@ -87,6 +87,22 @@ def shared_media(name: str) -> Path:
     return path
 
 
+def media_frames(name: str, count: int, size: tuple[int, int] | None = None) -> list[np.ndarray]:
+    """The first ``count`` frames (fewer if the clip is shorter) of a ../shared/media
+    video, scaled to ``size`` (area-averaged) when given; a skip when the media is absent."""
+    capture = cv2.VideoCapture(str(shared_media(name)))
+    frames: list[np.ndarray] = []
+    while len(frames) < count:
+        ok, image = capture.read()
+        if not ok:
+            break
+        if size is not None:
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        frames.append(image)
+    capture.release()
+    return frames
+
+
 # ---- the admin web UI over a real processor (tests/test_web_*.py) ---------------------------
 
 

@@ -23,21 +23,14 @@ from appliance.vision.detector import FaceDetector, Prepared
 from appliance.vision.face_pool import FacePool
 from appliance.vision.tracker import Tracker
 from appliance.vision.types import Detection
-from tests.conftest import shared_media
+from tests.conftest import media_frames
 
 FRAME_NS = 33_333_333
 EVERY = 5
 
 
 def _clip(frames: int) -> list[np.ndarray]:
-    cap = cv2.VideoCapture(str(shared_media("expressive_woman.mp4")))
-    out = []
-    while len(out) < frames:
-        ok, image = cap.read()
-        assert ok
-        out.append(cv2.resize(image, (640, 480), interpolation=cv2.INTER_AREA))
-    cap.release()
-    return out
+    return media_frames("expressive_woman.mp4", frames, (640, 480))
 
 
 def _threads_of(monkeypatch: pytest.MonkeyPatch, detector: FaceDetector) -> list[str]:

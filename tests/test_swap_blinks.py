@@ -8,7 +8,6 @@ by the same landmarker and blendshape model, must blink too.
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import pytest
 
@@ -20,7 +19,7 @@ from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blendshapes import BlendshapeModel
 from appliance.vision.roi import roi_from_landmarks
-from tests.conftest import shared_media
+from tests.conftest import media_frames, shared_media
 
 BLINK = 50  # expressive_woman_long.mp4: the first blink, one frame long
 OPEN = 46  # eyes wide open
@@ -28,15 +27,7 @@ FPS = 30
 
 
 def _frames(count: int) -> list[np.ndarray]:
-    capture = cv2.VideoCapture(str(shared_media("expressive_woman_long.mp4")))
-    frames: list[np.ndarray] = []
-    while len(frames) < count:
-        ok, image = capture.read()
-        if not ok:
-            break
-        frames.append(image)
-    capture.release()
-    return frames
+    return media_frames("expressive_woman_long.mp4", count)
 
 
 @pytest.mark.parametrize("photo", ["portrait_man_mouth_open.jpg", "painting_seated_woman.jpg"])

@@ -26,21 +26,13 @@ from appliance.vision.blend import ColourMemory
 from appliance.vision.identity import enroll, read_image
 from appliance.vision.mesh import LEFT_EYE, RIGHT_EYE
 from appliance.vision.symmetry import MIRROR, yaw_degrees_of
-from tests.conftest import shared_media
+from tests.conftest import media_frames, shared_media
 
 LOOKS_ASIDE = 20  # talking_man_greenscreen.mp4: the man looks far to one side here
 
 
 def _frames(count: int) -> list[np.ndarray]:
-    capture = cv2.VideoCapture(str(shared_media("talking_man_greenscreen.mp4")))
-    frames: list[np.ndarray] = []
-    while len(frames) < count:
-        ok, image = capture.read()
-        if not ok:
-            break
-        frames.append(image)
-    capture.release()
-    return frames
+    return media_frames("talking_man_greenscreen.mp4", count)
 
 
 def _swap_clip(store: ModelStore, analyzer: FaceAnalyzer, photo: Path, count: int) -> list[Frame]:
