@@ -54,8 +54,8 @@ logger = logging.getLogger(__name__)
 _SHIFT = 4  # sub-pixel bits for OpenCV polygon drawing
 _ONE = 1 << _SHIFT
 _MIN_FACE_PX = 12
-_MAP_STEP = 2  # coarse-grid step for the source map of large faces
-_MAP_STEP_MIN_PX = 96
+_MAP_STEP = 2  # the finest coarse-grid step for the source map of a large face
+_MAP_STEP_MIN_PX = 96  # a face box narrower than this is mapped pixel by pixel
 # the warp's coarse map has about this many cells down the face (map_step): the
 # error of interpolating it is then the same share of the face at any size
 MAP_CELLS = 80
