@@ -34,11 +34,6 @@ class DetectAhead:
         self._executor: ThreadPoolExecutor | None = None
         self._pending: Future[list[Detection]] | None = None
 
-    @property
-    def busy(self) -> bool:
-        """A detection is in flight (started, its result not taken)."""
-        return self._pending is not None
-
     def start(self, image: npt.NDArray[np.uint8]) -> None:
         """Detect on ``image`` in the background (nothing if one is in flight)."""
         if self._pending is not None:
@@ -61,9 +56,3 @@ class DetectAhead:
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.exception()  # wait; a failure is of no use now
-
-    def close(self) -> None:
-        self.cancel()
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
