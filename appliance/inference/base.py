@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +75,13 @@ class SpecModel:
 
     def _check(self, feeds: Sequence[npt.NDArray[np.float32]]) -> None:
         check_feeds(self.path.name, self._inputs, feeds)
+
+
+@runtime_checkable
+class Threaded(Protocol):
+    """A model that can be loaded again on an interpreter with more threads (LiteRT)."""
+
+    def with_threads(self, num_threads: int) -> Model: ...
 
 
 class Backend(Protocol):

@@ -39,6 +39,7 @@ class LiteRTModel(SpecModel):
                 f"LiteRT is not installed ({exc}); pip install ai-edge-litert"
             ) from exc
         self.path = path
+        self.num_threads = num_threads
         try:
             self._interp = Interpreter(model_path=str(path), num_threads=num_threads)
             self._interp.allocate_tensors()
@@ -59,6 +60,10 @@ class LiteRTModel(SpecModel):
                 self._interp.set_tensor(idx, np.ascontiguousarray(value, dtype=np.float32))
             self._interp.invoke()
             return [np.array(self._interp.get_tensor(idx)) for idx in self._out_idx]
+
+    def with_threads(self, num_threads: int) -> LiteRTModel:
+        """The same model on another interpreter running ``num_threads`` threads."""
+        return LiteRTModel(self.path, num_threads)
 
     def close(self) -> None:
         self._interp = None

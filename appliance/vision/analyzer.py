@@ -9,9 +9,10 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from appliance.inference.base import Backend
+from appliance.inference.base import Backend, Threaded
 from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
+from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
 from appliance.vision.tile_scan import TileScan, merge
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 VERIFY_CONTEXT = 2.2  # verifier crop side, in face-box sizes
 VERIFY_MIN_SCORE = 0.5
+WIDE_THREADS = 4  # a lone face's landmark interpreter: at most this many threads
 
 
 class FaceVerifier:
@@ -60,18 +62,33 @@ class FaceAnalyzer:
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
 
     def landmarks_on(self, worker: int) -> LandmarkModel:
-        """The landmark model of worker thread ``worker`` (0: ``landmarks`` itself).
+        """The landmark model of pool worker ``worker`` (see ``face_pool``).
 
-        An interpreter runs one call at a time, so each worker has its own
-        (loaded on first use; without a backend all share ``landmarks``).
+        An interpreter runs one call at a time, so the helper thread has its own
+        (loaded on first use; without a backend all share ``landmarks``). A face
+        that runs alone (``ALONE``) gets an interpreter with a thread per usable
+        CPU (up to ``WIDE_THREADS``) where the model can have one (LiteRT on the CPU).
         """
-        if worker == 0 or self.backend is None:
+        if worker == ALONE:
+            return self._wide()
+        if worker == CALLER or self.backend is None:
             return self.landmarks
         model = self._workers.get(worker)
         if model is None:
             model = self._workers[worker] = LandmarkModel(
                 self.backend.load(self.landmarks.model.path)
             )
+        return model
+
+    def _wide(self) -> LandmarkModel:
+        threads = min(usable_cpus(), WIDE_THREADS)
+        base = self.landmarks.model
+        if threads < 2 or not isinstance(base, Threaded):
+            return self.landmarks
+        model = self._workers.get(-threads)
+        if model is None:
+            logger.debug("landmarks of a lone face on %d threads", threads)
+            model = self._workers[-threads] = LandmarkModel(base.with_threads(threads))
         return model
 
     def detector_copy(self) -> FaceDetector | None:

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.detect_ahead import DetectAhead
-from appliance.vision.face_pool import FacePool
+from appliance.vision.face_pool import ALONE, FacePool
 from appliance.vision.face_state import FaceState
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
@@ -329,7 +329,7 @@ class Tracker:
             return None
         return _Candidate(track, face)
 
-    def _landmarks(self, image: Image, roi: Roi, worker: int = 0) -> FaceLandmarks:
+    def _landmarks(self, image: Image, roi: Roi, worker: int = ALONE) -> FaceLandmarks:
         """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
         centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks."""
         model = self.analyzer.landmarks_on(worker)
