@@ -20,10 +20,10 @@ from appliance.eval.regions import crop_box, face_mask
 from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
-from appliance.vision import gaze, mesh, relight
+from appliance.vision import gaze, mesh, relight, symmetry
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blend import ColourMemory
-from appliance.vision.identity import enroll, read_image
+from appliance.vision.identity import MAX_TEXTURE_SIDE, enroll, read_image
 from appliance.vision.mesh import LEFT_EYE, RIGHT_EYE
 from appliance.vision.symmetry import MIRROR, yaw_degrees_of
 from tests.conftest import media_frames, shared_media
@@ -59,7 +59,7 @@ def test_turned_photo_is_completed_not_stretched(analyzer: FaceAnalyzer, flip: b
     identity = enroll(photo, analyzer)
     visitor = analyzer.analyze(_frames(1)[0], refine=True)[0].points
     assert identity.completed is not None
-    assert identity.completed.mirrored.mean() > 0.1  # the hidden side comes from the mirror
+    assert identity.completed.mirrored.mean() > 0.05  # the hidden side comes from the mirror
     stretch = artefacts.texture_stretch(identity, visitor)
     as_photographed = artefacts.texture_stretch(
         dataclasses.replace(identity, completed=None), visitor
@@ -239,3 +239,22 @@ def test_the_cut_iris_keeps_the_identitys_own_lid(analyzer: FaceAnalyzer) -> Non
         assert lid.sum() >= 10, lid.sum()
         drawn = patch.image[..., :3][lid].astype(np.float32)
         assert np.abs(drawn - photo[lid].astype(np.float32)).mean() < 2.0
+
+
+@pytest.mark.parametrize(
+    ("name", "most"),
+    [("portrait_einstein_bw.jpg", 0.08), ("portrait_dylan_bw.jpg", 0.01)],
+)
+def test_nearly_frontal_photo_keeps_its_own_features(
+    analyzer: FaceAnalyzer, name: str, most: float
+) -> None:
+    """A photo turned by a few degrees only sees every triangle well: it keeps its own,
+    asymmetric features; only the strip it sees poorly at the far contour comes from the
+    mirror side (Einstein: 19% of the face was mirrored, his nose shadow on both sides,
+    and read as someone else: d_src 0.507)."""
+    identity = enroll(read_image(shared_media(name)), analyzer)
+    assert identity.completed is not None
+    share = identity.completed.mirrored
+    assert float(share.mean()) < most, float(share.mean())
+    own = symmetry.photo_visibility(identity.points, identity.triangles, MAX_TEXTURE_SIDE)
+    assert float(share[own >= symmetry.SEEN_POORLY[1]].max(initial=0.0)) == 0.0

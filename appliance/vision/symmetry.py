@@ -6,9 +6,10 @@ x negated) is twice the head's yaw and roll, so half of it undoes them.
 The texture is redrawn in that frontal layout, triangle by triangle, twice:
 from the photo itself and from the mirrored partner triangles. Each triangle's
 visibility (its area in the photo over its area seen from the front) decides
-the blend: where the photo saw the partner much better, the partner's pixels
-are used; where neither side was seen (edge-on in the photo), the texture is
-transparent, so the visitor's own face shows there instead of a stretched smear.
+the blend: where the photo saw the partner much better and this triangle
+poorly (``SEEN_POORLY``), the partner's pixels are used; where neither side
+was seen (edge-on in the photo), the texture is transparent, so the visitor's
+own face shows there instead of a stretched smear.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def _mirror_table() -> npt.NDArray[np.intp]:
 MIRROR = _mirror_table()  # MIRROR[i]: the point that mirrors point i across the face's midline
 
 SEEN_WELL = 0.3  # visibility gap over which the better-seen side takes over
+# only a triangle the photo sees poorly is completed: fully below the first own
+# visibility, not at all from the second (a nearly frontal photo keeps its own,
+# asymmetric features: a mirrored half reads as someone else)
+SEEN_POORLY = (0.55, 0.8)
 UNSEEN = (0.12, 0.3)  # visibility below the first: not used; fully used above the second
 BLEND_SIGMA = 0.05  # own/mirror shares are smoothed this far (share of the texture size)
 MIN_CHROMA = 6.0  # a face with less chroma (Cr + Cb off grey) is a black-and-white photo
@@ -90,6 +95,12 @@ def triangle_visibility(photo: FloatArray, frontal: FloatArray, tris: IntArray) 
     ratio = _areas(photo, tris) / np.where(np.abs(front) < 1e-6, 1e-6, front)
     out: FloatArray = np.clip(ratio, 0.0, 1.0).astype(np.float32)
     return out
+
+
+def photo_visibility(points: FloatArray, tris: IntArray, max_side: int) -> FloatArray:
+    """Per triangle, how well the photo itself sees it (``triangle_visibility``)."""
+    uv, scale, _ = _frontal(points, max_side)
+    return triangle_visibility(points[:, :2].astype(np.float32), uv / scale, tris)
 
 
 def _ids(uv: FloatArray, tris: IntArray, size: tuple[int, int]) -> npt.NDArray[np.int32]:
@@ -143,7 +154,9 @@ def complete(
     # the partner triangle, seen in the photo, drawn at this triangle's place (flipped)
     flipped = photo[MIRROR] * np.array([-1.0, 1.0], np.float32)
     mirror_vis = triangle_visibility(flipped, front, tris)
-    share = np.clip((mirror_vis - own_vis) / SEEN_WELL, 0.0, 1.0).astype(np.float32)
+    share = np.clip((mirror_vis - own_vis) / SEEN_WELL, 0.0, 1.0)
+    poorly = (SEEN_POORLY[1] - own_vis) / (SEEN_POORLY[1] - SEEN_POORLY[0])
+    share = (share * np.clip(poorly, 0.0, 1.0)).astype(np.float32)
     ids = _ids(uv, tris, size)
     own = _sample(texture_bgra, _map(uv, photo, tris, ids))
     other = _sample(texture_bgra, _map(uv, photo, mirror_tris, ids))
