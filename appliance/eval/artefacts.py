@@ -3,7 +3,10 @@
 - texture stretch: the identity-to-frame map per swap-mesh triangle (from the
   photo pixels the swap really samples), its anisotropy (largest over smallest
   singular value); the clip's figure is the area-weighted 90th percentile, so
-  a long smear over one cheek counts even when the rest is fine;
+  a long smear over one cheek counts even when the rest is fine. Triangles
+  inside the mouth (all corners on the inner lip line) are left out: the
+  visitor's own mouth shows there (``swap.keep_mouth``), and an opening mouth
+  stretches them without limit;
 - gaze error: each eye's iris offset from the middle of its corners, as an
   eyeball rotation (yaw, pitch), in the original and the swapped frame (our
   landmarker on both); the angle between them, in degrees;
@@ -27,6 +30,7 @@ import numpy.typing as npt
 
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
+from appliance.vision.mesh import INNER_MOUTH
 from appliance.vision.symmetry import MIRROR, UNSEEN
 
 logger = logging.getLogger(__name__)
@@ -45,6 +49,8 @@ STRETCH_PERCENTILE = 90.0
 EYEBALL = 0.45  # eyeball radius over the eye's corner-to-corner width
 _EYES = ((33, 133, 468), (263, 362, 473))  # outer corner, inner corner, iris centre
 _SHADING_SIGMA = 0.1
+_MOUTH = np.zeros(478, bool)
+_MOUTH[list(INNER_MOUTH)] = True
 
 
 def within(name: str, value: float | None) -> bool | None:
@@ -56,15 +62,17 @@ def within(name: str, value: float | None) -> bool | None:
 
 
 def sampled_triangles(identity: Identity) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Per swap triangle, the photo pixels (T, 3, 2) its texture comes from, and whether used."""
+    """Per swap triangle, the photo pixels (T, 3, 2) its texture comes from, and whether
+    the swap shows it (not inside the mouth; seen in the photo)."""
     tris = identity.triangles
     photo = identity.points[:, :2].astype(np.float64)
+    shown = np.logical_not(_MOUTH[tris].all(axis=1))
     done = getattr(identity, "completed", None)  # None: an identity enrolled without completion
     if done is None:
-        return photo[tris], np.ones(len(tris), bool)
+        return photo[tris], shown
     flipped = photo[MIRROR] * np.array([-1.0, 1.0])
     source = np.where((done.mirrored > 0.5)[:, None, None], flipped[tris], photo[tris])
-    return source, done.visibility >= UNSEEN[0]
+    return source, shown & (done.visibility >= UNSEEN[0])
 
 
 def texture_stretch(identity: Identity, frame_points: Points) -> float | None:

@@ -14,7 +14,14 @@ from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.gaze import IrisPatch, cut_irises
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
-from appliance.vision.neutral import CLOSED_GAP, close_mouth, mouth_gap
+from appliance.vision.neutral import (
+    CLOSED_GAP,
+    LOWER_INNER,
+    UPPER_INNER,
+    close_mouth,
+    face_height,
+    mouth_gap,
+)
 from appliance.vision.occlusion import occluders
 from appliance.vision.pixel_limit import READABLE, check_image_file
 from appliance.vision.symmetry import Completed, complete
@@ -26,6 +33,10 @@ logger = logging.getLogger(__name__)
 MIN_EYE_DISTANCE_PX = 24.0
 TEXTURE_MARGIN = 0.25
 MAX_TEXTURE_SIDE = 512
+# the mesh is triangulated with the lips this far apart (a share of the face height):
+# no triangle then joins the upper lip to the lower one, so an opening mouth moves
+# each lip with its own contour instead of stretching triangles across the mouth
+TRIANGULATION_GAP = 0.04
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,7 @@ def enroll(
         )
     texture, points = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
-    triangles = delaunay(points, swap_mesh(points))
+    triangles = delaunay(lips_apart(points), swap_mesh(points))
     # the irises are cut from the photo itself, so the completion mirrors bare eyes
     bare, irises = cut_irises(_with_alpha(texture, points), points[:, :2])
     completed = complete(bare, points, triangles, MAX_TEXTURE_SIDE)
@@ -110,6 +121,32 @@ def enroll(
         completed=completed,
         irises=irises,
     )
+
+
+def lips_apart(points: FloatArray) -> FloatArray:
+    """``points`` with the mouth opened to at least ``TRIANGULATION_GAP`` (for the
+    triangulation only: the texture keeps its own points).
+
+    Everything under the upper lip's inner line is moved down, the lower lip with the
+    chin under it, fading out to the sides past the mouth's corners (a jaw opening).
+    """
+    gap = float(np.linalg.norm(points[13, :2] - points[14, :2]))
+    drop = TRIANGULATION_GAP * face_height(points) - gap
+    if drop <= 0.0:
+        return points
+    line = points[list(UPPER_INNER), :2].astype(np.float64)
+    order = np.argsort(line[:, 0])
+    left, right = float(line[:, 0].min()), float(line[:, 0].max())
+    fade = 0.5 * max(right - left, 1.0)
+    xy = points[:, :2].astype(np.float64)
+    below = xy[:, 1] > np.interp(xy[:, 0], line[order, 0], line[order, 1]) + 0.5
+    below[list(UPPER_INNER)] = False
+    below[list(LOWER_INNER[1:-1])] = True
+    outside = np.maximum(left - xy[:, 0], xy[:, 0] - right)
+    weight = np.clip(1.0 - outside / fade, 0.0, 1.0) * below
+    out = points.copy()
+    out[:, 1] += (drop * weight).astype(out.dtype)
+    return out
 
 
 def _with_alpha(texture: npt.NDArray[np.uint8], points: FloatArray) -> npt.NDArray[np.uint8]:
