@@ -1,7 +1,8 @@
 """What a person sees as wrong in a swapped face, as figures (``mirror eval``).
 
 - texture stretch: the identity-to-frame map per swap-mesh triangle (from the
-  photo pixels the swap really samples), its anisotropy (largest over smallest
+  photo pixels the swap really samples to the mesh it really draws them on,
+  ``appliance.eval.drawn``), its anisotropy (largest over smallest
   singular value); the clip's figure is the area-weighted 90th percentile, so
   a long smear over one cheek counts even when the rest is fine. Triangles
   inside the mouth (all corners on the inner lip line) are left out: the

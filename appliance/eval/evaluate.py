@@ -22,6 +22,7 @@ from appliance.config import Settings
 from appliance.eval import artefacts, metrics
 from appliance.eval.clips import Clip
 from appliance.eval.contact_sheet import SampleKeeper
+from appliance.eval.drawn import DrawnMesh
 from appliance.eval.recogniser import Descriptor, FaceRecogniser
 from appliance.eval.regions import band_px, crop_box, face_mask
 from appliance.eval.report import EXPRESSION_BLENDSHAPES, EvalReport, FrameRecord, summarise
@@ -36,7 +37,7 @@ from appliance.vision.identity import Identity, read_image
 from appliance.vision.label import Labeler
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
 from appliance.vision.roi import roi_from_landmarks
-from appliance.vision.types import FaceLandmarks
+from appliance.vision.types import FaceLandmarks, FloatArray
 
 logger = logging.getLogger(__name__)
 
@@ -97,8 +98,15 @@ class _ClipMeter:
         self.previous: _Previous | None = None
 
     def measure(
-        self, index: int, original: Image, frame: Frame, face: FaceLandmarks | None
+        self,
+        index: int,
+        original: Image,
+        frame: Frame,
+        face: FaceLandmarks | None,
+        drawn: FloatArray | None = None,
     ) -> FrameRecord:
+        """``drawn``: the mesh the swap drew the identity onto (the visitor's landmarks
+        when None)."""
         record = FrameRecord(index=index, face=face is not None, swapped=frame.swapped)
         if face is None:
             self.previous = None
@@ -108,7 +116,7 @@ class _ClipMeter:
         self._blendshapes(record, original, swapped, face)
         self._stability(record, original, swapped, mask)
         self._seams(record, original, swapped, face)
-        self._artefacts(record, original, swapped, face, mask)
+        self._artefacts(record, original, swapped, face, mask, drawn=drawn)
         if index % self.every == 0:
             self._identity(record, original, swapped, face)
             self.keeper.offer(index, original, swapped)
@@ -131,10 +139,18 @@ class _ClipMeter:
         record.gaze_error = artefacts.gaze_error(points[0], points[1])
 
     def _artefacts(
-        self, record: FrameRecord, original: Image, swapped: Image, face: FaceLandmarks, mask: Image
+        self,
+        record: FrameRecord,
+        original: Image,
+        swapped: Image,
+        face: FaceLandmarks,
+        mask: Image,
+        *,
+        drawn: FloatArray | None,
     ) -> None:
         if self.enrolled is not None:
-            record.stretch = artefacts.texture_stretch(self.enrolled, face.points)
+            mesh = face.points if drawn is None else drawn
+            record.stretch = artefacts.texture_stretch(self.enrolled, mesh)
         if self.label is not None:  # the label's letters are not the face's detail
             lx0, ly0, lx1, ly1 = self.label.region(original.shape)
             mask = mask.copy()
@@ -219,13 +235,14 @@ def evaluate(
     if reference is None:
         logger.warning("%s: the recogniser finds no face in the identity photo", photo_path)
     meter = _ClipMeter(models, reference, every, processor.identity, processor.labeler)
+    drawn = DrawnMesh(processor.swapper)
     records: list[FrameRecord] = []
     for index, image in enumerate(clip.images()):
         if index >= max_frames:
             break
         frame = Frame(image=image.copy(), index=index, capture_ns=round(index * 1e9 / clip.fps))
         processor.process(frame)
-        records.append(meter.measure(index, image, frame, _visitor(processor)))
+        records.append(meter.measure(index, image, frame, _visitor(processor), drawn.take()))
         if progress is not None:
             progress(index + 1)
     report = summarise(
