@@ -34,6 +34,11 @@ EYES = (
 )
 LIDS = ((159, 145), (386, 374))  # per eye: the upper and the lower lid's middle
 MIN_RADIUS_PX = 1.5  # a smaller iris in the photo is not cut out
+# the visible iris, with its dark rim, over the mesh's iris ring: cut at the ring
+# itself, the drawn iris was smaller than the photo's, inside a pale halo of
+# painted eye white (a staring look: d_src 0.50 against 0.475 with the photo's eyes)
+IRIS_SCALE = 1.2
+IRIS_FADE = 0.5  # the share of the disc past the ring over which it fades out
 BARE_RADIUS = 1.35  # the iris and its dark rim are painted over this far out
 LID_SHADE = 0.7  # the eye white's brightness at the lids, over its middle
 FORESHORTENED = 0.8  # an eye this much narrower than the other takes its iris
@@ -84,9 +89,10 @@ def _cut_one(
     """One eye's iris patch; the texture's eye opening made bare in place (None: unusable)."""
     ring, outer, inner, iris = eye
     centre = uv[iris[0], :2].astype(np.float64)
-    radius = float(np.linalg.norm(uv[list(iris[1:]), :2] - centre, axis=1).mean())
-    if radius < MIN_RADIUS_PX:
+    ring_radius = float(np.linalg.norm(uv[list(iris[1:]), :2] - centre, axis=1).mean())
+    if ring_radius < MIN_RADIUS_PX:
         return None
+    radius = ring_radius * IRIS_SCALE
     half = int(np.ceil(radius * _MARGIN)) + 2
     side = 2 * half + 1
     shift = np.array([[1.0, 0.0, half - centre[0]], [0.0, 1.0, half - centre[1]]])
@@ -94,7 +100,11 @@ def _cut_one(
         cv2.warpAffine(texture, shift, (side, side), flags=cv2.INTER_LINEAR), np.uint8
     )
     yy, xx = np.mgrid[:side, :side].astype(np.float32) - half
-    disc = np.clip(radius + 0.5 - np.hypot(xx, yy), 0.0, 1.0)
+    # the disc fades out at its edge past the ring: the iris's dark rim is kept, the
+    # eye white caught around it blends into the painted one (no pale ring)
+    disc = np.clip(
+        (radius + 0.5 - np.hypot(xx, yy)) / (IRIS_FADE * (radius - ring_radius) + 1.0), 0.0, 1.0
+    )
     corner = (centre - half).astype(np.float32)
     opening = cv2.erode(
         _opening(uv[list(ring), :2], (side, side), corner), np.ones((3, 3), np.uint8)
@@ -112,7 +122,7 @@ def _cut_one(
     fill = np.where(flipped_kept, flipped, colour[seen].mean(axis=0))
     colour = np.where(kept, colour, fill)
     image = np.dstack([colour, disc * 255.0]).round().clip(0, 255).astype(np.uint8)
-    _bare(texture, uv[list(ring), :2], centre, radius)
+    _bare(texture, uv[list(ring), :2], centre, ring_radius)
     axis = complex(*(uv[inner, :2] - uv[outer, :2]))
     return IrisPatch(np.ascontiguousarray(image), radius, axis, _openness(uv, eye))
 
