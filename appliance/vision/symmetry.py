@@ -9,7 +9,8 @@ visibility (its area in the photo over its area seen from the front) decides
 the blend: where the photo saw the partner much better and this triangle
 poorly (``SEEN_POORLY``), the partner's pixels are used; where neither side
 was seen (edge-on in the photo), the texture is transparent, so the visitor's
-own face shows there instead of a stretched smear.
+own face shows there instead of a stretched smear; so is a poorly seen part
+whose mirror side is not skin (``REFUSE_BELOW``: a hand at the far cheek).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ SEEN_WELL = 0.3  # visibility gap over which the better-seen side takes over
 SEEN_POORLY = (0.55, 0.8)
 UNSEEN = (0.12, 0.3)  # visibility below the first: not used; fully used above the second
 BLEND_SIGMA = 0.05  # own/mirror shares are smoothed this far (share of the texture size)
+# own visibility (smoothed like the shares) under which neither side may be used:
+# fully under the first, not from the second
+REFUSE_BELOW = (0.45, 0.7)
 MIN_CHROMA = 6.0  # a face with less chroma (Cr + Cb off grey) is a black-and-white photo
 SKIN_CHROMA = (8.0, 16.0)  # chroma distance from the face's skin: the same up to, not skin from
 MARGIN = 0.12  # texture margin around the frontal face, as a share of its size
@@ -168,18 +172,25 @@ def complete(
     blend = _smooth(per_pixel, inside, sigma)
     own_alpha = own[..., 3].astype(np.float32) / 255.0
     other_alpha = other[..., 3].astype(np.float32) / 255.0
-    # what covers the mirror side (hair at the far contour) is not used: the own
-    # side stays there; where the own side is covered (a hand), the mirror fills in
+    # what covers the mirror side (hair at the far contour) is not used; where the
+    # own side is covered (a hand), the mirror fills in
     other_ok = other_alpha * _skin_like(other[..., :3], own[..., :3], inside)
     other_ok = np.asarray(cv2.erode(other_ok, np.ones((5, 5), np.uint8)), np.float32)  # no edges
-    blend = blend * np.asarray(_smooth(other_ok, inside, 1.5), np.float32)
+    other_ok = np.asarray(_smooth(other_ok, inside, 1.5), np.float32)
+    # where the photo sees its own side too poorly and the mirror side is not skin
+    # either, neither is used (the visitor's own face shows): what the photo shows
+    # at its far contour is often not the face (a hand at the chin, hair)
+    own_px = _smooth(np.where(inside, own_vis[ids - 1], 0.0).astype(np.float32), inside, sigma)
+    edge_on = np.clip((REFUSE_BELOW[1] - own_px) / (REFUSE_BELOW[1] - REFUSE_BELOW[0]), 0.0, 1.0)
+    refused = blend * (1.0 - other_ok) * edge_on
+    blend = blend * other_ok
     blend = np.where((own_alpha < 0.5) & (other_alpha >= 0.5), 1.0, blend)
     seen = (1.0 - share) * own_vis + share * mirror_vis
     seen_px = np.where(inside, seen[ids - 1], 0.0).astype(np.float32)
     usable = np.clip((seen_px - UNSEEN[0]) / (UNSEEN[1] - UNSEEN[0]), 0.0, 1.0)
     usable = _smooth(usable, inside, max(1.0, 0.015 * max(size)))
     colour = own[..., :3] * (1.0 - blend[..., None]) + other[..., :3] * blend[..., None]
-    alpha = (own_alpha * (1.0 - blend) + other_alpha * blend) * usable * inside
+    alpha = (own_alpha * (1.0 - blend) + other_alpha * blend) * usable * (1.0 - refused) * inside
     out = np.dstack([colour, alpha * 255.0]).round().clip(0, 255).astype(np.uint8)
     logger.info(
         "identity texture completed: yaw %.0f deg, %.0f%% of the face from its mirror side",
