@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 import numpy.typing as npt
@@ -24,12 +26,25 @@ _CHROMA_OFFSET = np.array([0.0, 128.0, 128.0])
 _STATS_SIDE = 96  # colour statistics are taken on a thumbnail of this size
 
 
-def _ycc_stats(image: Image, mask: Mask) -> tuple[np.ndarray, np.ndarray] | None:
+@dataclass
+class FaceThumbs:
+    """Thumbnails of one face (at most ``_STATS_SIDE`` across) shared by the colour match
+    and the relight: made once per face instead of once per step (``face_thumbs``)."""
+
+    warped: Image  # the identity's warped face; recoloured by ``match_colour``
+    visitor: Image  # the frame under it
+    core: Mask  # 1 inside the mask
+
+
+def face_thumbs(warped: Image, visitor: Image, mask: Mask) -> FaceThumbs:
     h, w = mask.shape
     scale = min(1.0, _STATS_SIDE / max(h, w))
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    small = thumbnail(image, size)
     core = np.asarray(cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST) > 127, np.uint8)
+    return FaceThumbs(thumbnail(warped, size), thumbnail(visitor, size), core)
+
+
+def _ycc_stats(small: Image, core: Mask) -> tuple[np.ndarray, np.ndarray] | None:
     if cv2.countNonZero(core) < 16:
         return None
     # OpenCV's YCrCb is _BGR2YCC plus _CHROMA_OFFSET (rounded to 8 bits)
@@ -84,17 +99,23 @@ class ColourMemory:
 
 
 def match_colour(
-    warped: Image, target: Image, mask: Mask, memory: ColourMemory | None = None
+    warped: Image,
+    target: Image,
+    mask: Mask,
+    memory: ColourMemory | None = None,
+    thumbs: FaceThumbs | None = None,
 ) -> Image:
     """Reinhard-style transfer in YCrCb: the warped face takes the target's mean and contrast.
 
     Done as one affine colour transform of the BGR pixels, with statistics from
-    thumbnails. A grey (black-and-white) source takes the visitor's chroma, so
-    it never shows a grey face on a coloured neck. With ``memory`` the
-    transform is eased across frames.
+    thumbnails (``thumbs``, made here when not given; its ``warped`` thumbnail
+    is recoloured too). A grey (black-and-white) source takes the visitor's
+    chroma, so it never shows a grey face on a coloured neck. With ``memory``
+    the transform is eased across frames.
     """
-    src = _ycc_stats(warped, mask)
-    dst = _ycc_stats(target, mask)
+    thumbs = thumbs or face_thumbs(warped, target, mask)
+    src = _ycc_stats(thumbs.warped, thumbs.core)
+    dst = _ycc_stats(thumbs.visitor, thumbs.core)
     if src is None or dst is None:
         return warped
     ratio = np.clip(dst[1] / src[1], *_STD_RATIO_RANGE)
@@ -103,6 +124,7 @@ def match_colour(
     matrix = np.hstack([linear, (_YCC2BGR @ offset)[:, None]]).astype(np.float32)
     if memory is not None:
         matrix = memory.ease(matrix)
+    thumbs.warped = np.asarray(cv2.transform(thumbs.warped, matrix), np.uint8)
     out: Image = np.asarray(cv2.transform(warped, matrix), np.uint8)
     return out
 

@@ -39,9 +39,19 @@ def _low(
 
 
 def shading_gain(
-    warped: Image, visitor: Image, mask: Image, face_px: float, ease: Ease | None = None
+    warped: Image,
+    visitor: Image,
+    mask: Image,
+    face_px: float,
+    ease: Ease | None = None,
+    *,
+    warped_small: Image | None = None,
 ) -> npt.NDArray[np.float32] | None:
-    """The per-pixel gain (full size) that gives ``warped`` the visitor's shading."""
+    """The per-pixel gain (full size) that gives ``warped`` the visitor's shading.
+
+    ``visitor`` (and ``warped_small``, standing for ``warped``) may be thumbnails
+    of any size down to ``SMALL_SIDE``: only their low frequencies are used.
+    """
     h, w = mask.shape
     factor = max(1.0, max(h, w) / SMALL_SIDE)
     size = (max(4, round(w / factor)), max(4, round(h / factor)))
@@ -51,7 +61,7 @@ def shading_gain(
         return None
     norm = np.asarray(cv2.GaussianBlur(inside, (0, 0), sigma), np.float32) + 1e-3
     target = _low(visitor, inside, size, sigma) / norm
-    source = _low(warped, inside, size, sigma) / norm
+    source = _low(warped if warped_small is None else warped_small, inside, size, sigma) / norm
     gain = np.clip(target / np.maximum(source, 1.0), *GAIN_RANGE).astype(np.float32)
     gain = np.where(norm > 0.05, gain, 1.0).astype(np.float32)
     if ease is not None:
@@ -61,14 +71,21 @@ def shading_gain(
 
 
 def relight(
-    warped: Image, visitor: Image, mask: Image, face_px: float, ease: Ease | None = None
+    warped: Image,
+    visitor: Image,
+    mask: Image,
+    face_px: float,
+    ease: Ease | None = None,
+    *,
+    warped_small: Image | None = None,
 ) -> Image:
     """``warped`` lit like the visitor's face under ``mask`` (a new image).
 
     ``ease``: takes this frame's small gain field, gives the one to use (eased
     across frames, appliance.vision.blend.ColourMemory.ease_shading).
+    ``visitor`` and ``warped_small``: see ``shading_gain``.
     """
-    gain = shading_gain(warped, visitor, mask, face_px, ease)
+    gain = shading_gain(warped, visitor, mask, face_px, ease, warped_small=warped_small)
     if gain is None:
         return warped
     out: Image = np.asarray(

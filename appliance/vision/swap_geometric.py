@@ -28,6 +28,7 @@ from appliance.timing import add_stage_ms
 from appliance.vision.blend import (
     ColourMemory,
     alpha_blend,
+    face_thumbs,
     feather,
     match_colour,
     poisson_blend,
@@ -124,10 +125,13 @@ class GeometricSwapper:
         if in_front is not None:
             mask[in_front > 0] = 0
         if self.settings.color_match:
-            warped = match_colour(warped, roi, mask, colour)
+            thumbs = face_thumbs(warped, roi, mask)
+            warped = match_colour(warped, roi, mask, colour, thumbs)
             t1 = add_stage_ms(timings, "colour", t1)
             ease = None if colour is None else colour.ease_shading
-            warped = relight(warped, roi, mask, face_px, ease)
+            warped = relight(
+                warped, thumbs.visitor, mask, face_px, ease, warped_small=thumbs.warped
+            )
             t1 = add_stage_ms(timings, "relight", t1)
         eases = None if colour is None else (colour.ease_detail, colour.ease_grain)
         warped = match_detail(warped, as_seen, mask, eases)
