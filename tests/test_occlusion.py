@@ -18,7 +18,7 @@ from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.mesh import FACE_OVAL
-from appliance.vision.occlusion import occluders
+from appliance.vision.occlusion import _medians, occluders
 
 
 def swap(store: ModelStore, analyzer: FaceAnalyzer, image: np.ndarray, **swap: bool) -> np.ndarray:
@@ -93,3 +93,15 @@ def test_a_face_with_nothing_in_front_has_almost_no_occluder(
         points[:, :2] -= (x0, y0)
         found = occluders(roi, points) > 0
         assert found.mean() < 0.2  # glasses frames and a fringe of hair may count, little else
+
+
+def test_skin_medians_by_counting_are_numpys() -> None:
+    """The skin statistics' medians are counted (0.05 ms, not np.median's 0.65)."""
+    rng = np.random.default_rng(7)
+    for count in (20, 21, 999, 5000):
+        values = rng.integers(0, 256, (count, 3)).astype(np.int16)
+        centre = _medians(values)
+        assert np.array_equal(centre, np.median(values, axis=0).astype(np.float32))
+        twice = np.abs(2 * values - np.round(2 * centre).astype(np.int16))  # as occluders does
+        spread = np.median(np.abs(values - np.median(values, axis=0)), axis=0)
+        assert np.allclose(_medians(twice) / 2, spread)

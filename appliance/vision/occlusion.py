@@ -81,22 +81,37 @@ def _poly(points: FloatArray, ring: tuple[int, ...], scale: float) -> npt.NDArra
     return np.round(points[list(ring), :2] * scale).astype(np.int32)
 
 
+def _medians(values: npt.NDArray[np.int16]) -> npt.NDArray[np.float32]:
+    """The median of each column of small non-negative integers, by counting (np.median
+    sorts: 0.65 ms for a face's skin sample, this 0.05)."""
+    half = (len(values) - 1) / 2
+    out = np.empty(values.shape[1], np.float32)
+    for c in range(values.shape[1]):
+        below = np.cumsum(np.bincount(values[:, c]))
+        low, high = np.searchsorted(below, [np.floor(half) + 1, np.ceil(half) + 1])
+        out[c] = (low + high) / 2
+    return out
+
+
 def occluders(roi: Image, visitor: FloatArray) -> Mask:
     """255 where something covers the visitor's face in ``roi`` (landmarks in ROI pixels)."""
     h, w = roi.shape[:2]
     scale = min(1.0, WORK_SIDE / max(h, w))
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     small = np.asarray(thumbnail(roi, size), np.uint8)
-    ycc = cv2.cvtColor(small, cv2.COLOR_BGR2YCrCb).astype(np.float32)
+    ycc8 = np.asarray(cv2.cvtColor(small, cv2.COLOR_BGR2YCrCb), np.uint8)
+    ycc = ycc8.astype(np.float32)
     face = np.zeros(small.shape[:2], np.uint8)
     cv2.fillPoly(face, [_poly(visitor, FACE_OVAL, scale)], 255)
     sample = np.zeros_like(face)
     cv2.fillPoly(sample, [cv2.convexHull(_poly(visitor, SKIN_SAMPLE, scale))], 255)
-    skin = ycc[(sample > 0) & (face > 0)]
+    skin = ycc8[(sample > 0) & (face > 0)].astype(np.int16)
     if len(skin) < 20:
         return np.zeros((h, w), np.uint8)
-    centre = np.median(skin, axis=0)
-    spread = np.maximum(1.4826 * np.median(np.abs(skin - centre), axis=0), MIN_SPREAD)
+    centre = _medians(skin)
+    # the median absolute deviation, counted in half units (the centre may be a half)
+    twice = np.abs(2 * skin - np.round(2 * centre).astype(np.int16))
+    spread = np.maximum(1.4826 * _medians(twice) / 2, MIN_SPREAD)
     chroma = np.hypot((ycc[..., 1] - centre[1]) / spread[1], (ycc[..., 2] - centre[2]) / spread[2])
     odd = (chroma > CHROMA_SIGMAS) | (ycc[..., 0] < DARK_SHARE * centre[0])
     allowed = face.copy()
