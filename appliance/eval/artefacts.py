@@ -7,7 +7,8 @@
   a long smear over one cheek counts even when the rest is fine. Triangles
   inside the mouth (all corners on the inner lip line) are left out: the
   visitor's own mouth shows there (``swap.keep_mouth``), and an opening mouth
-  stretches them without limit;
+  stretches them without limit; so are the lips of an identity photographed
+  with an open mouth (the visitor's own lips show there);
 - gaze error: each eye's iris offset from the middle of its corners, as an
   eyeball rotation (yaw, pitch), in the original and the swapped frame (our
   landmarker on both); the angle between them, in degrees;
@@ -31,7 +32,7 @@ import numpy.typing as npt
 
 from appliance.vision.geometry2d import cross2
 from appliance.vision.identity import Identity
-from appliance.vision.mesh import INNER_MOUTH
+from appliance.vision.mesh import INNER_MOUTH, OUTER_LIPS
 from appliance.vision.symmetry import MIRROR, UNSEEN
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ _EYES = ((33, 133, 468), (263, 362, 473))  # outer corner, inner corner, iris ce
 _SHADING_SIGMA = 0.1
 _MOUTH = np.zeros(478, bool)
 _MOUTH[list(INNER_MOUTH)] = True
+_LIPS = _MOUTH.copy()  # an open-mouthed identity's lips are not used (the visitor's show)
+_LIPS[list(OUTER_LIPS)] = True
 
 
 def within(name: str, value: float | None) -> bool | None:
@@ -67,7 +70,8 @@ def sampled_triangles(identity: Identity) -> tuple[npt.NDArray[np.float64], npt.
     the swap shows it (not inside the mouth; seen in the photo)."""
     tris = identity.triangles
     photo = identity.points[:, :2].astype(np.float64)
-    shown = np.logical_not(_MOUTH[tris].all(axis=1))
+    hidden = _LIPS if getattr(identity, "mouth_open", False) else _MOUTH
+    shown = np.logical_not(hidden[tris].all(axis=1))
     done = getattr(identity, "completed", None)  # None: an identity enrolled without completion
     if done is None:
         return photo[tris], shown
