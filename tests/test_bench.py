@@ -147,6 +147,8 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
     assert "bench: load average (1 min) " in proc.stdout
     assert "`mirror bench --frames 12 --fps 30.0 --sizes 320x240 --faces 1,3" in text
     assert text.count("| demo | 320x240 |") == 4 and "## Targets" in text
+    assert "| relight p50 / p95 ms | detail p50 / p95 ms |" in text
+    assert "relight p50/p95" in proc.stdout
     assert "using the demo camera" in proc.stdout
     assert "targets (pipeline rows):" in proc.stdout
     data = json.loads(out.read_text())
@@ -159,6 +161,8 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
         assert run["frames_out"] >= 1 and run["output_fps"] > 0
         assert set(run["e2e_ms"]) >= {"p50", "p95", "p99"}
         assert {"detect", "landmarks", "process"} <= set(run["stages_ms"])
+        # the natural-face steps (issue 14) are each reported with their own cost
+        assert {"gaze", "colour", "relight", "detail"} <= set(run["stages_ms"])
         assert run["cpu_percent"] > 0 and run["peak_rss_mib"] > 10
         assert run["e2e_ms"]["p50"] <= run["e2e_ms"]["p95"] <= run["e2e_ms"]["p99"]
     assert runs[(1, "naive")]["redetect_every"] == 1
