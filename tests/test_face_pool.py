@@ -14,7 +14,11 @@ import threading
 import numpy as np
 import pytest
 
+from appliance.config import Settings
 from appliance.inference.litert import LiteRTModel
+from appliance.media.frames import Frame
+from appliance.modelstore import ModelStore
+from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.face_pool import ALONE, CALLER, HELPER, FacePool, usable_cpus
 from appliance.vision.roi import roi_from_landmarks
@@ -66,3 +70,21 @@ def test_a_lone_face_gets_a_wide_interpreter_with_the_same_landmarks(
     one, many = caller.run(astronaut, roi), wide.run(astronaut, roi)
     assert one.presence > 0.5
     assert np.abs(one.points - many.points).max() < 0.05
+
+
+@two_cpus
+def test_the_wide_interpreter_is_loaded_with_the_processor_not_on_the_first_face(
+    store: ModelStore, astronaut: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[int] = []
+    with_threads = LiteRTModel.with_threads
+
+    def counted(self: LiteRTModel, num_threads: int) -> LiteRTModel:
+        loads.append(num_threads)
+        return with_threads(self, num_threads)
+
+    monkeypatch.setattr(LiteRTModel, "with_threads", counted)
+    processor = build_processor(Settings(), store, "grace_hopper")
+    assert loads == [min(usable_cpus(), 4)]
+    processor.process(Frame(astronaut.copy(), 0, 0))
+    assert len(loads) == 1

@@ -30,7 +30,7 @@ from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
-from appliance.vision.face_pool import FacePool
+from appliance.vision.face_pool import ALONE, FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
@@ -67,6 +67,8 @@ class FrameProcessor:
         self.labeler = labeler
         self.identity = identity
         self.pool = FacePool()
+        if self.pool.parallel:
+            analyzer.landmarks_on(ALONE)  # loaded now, not on the first face's frame
         self.tracker = Tracker(
             analyzer,
             pool=self.pool,
