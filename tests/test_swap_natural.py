@@ -141,10 +141,12 @@ def _grown(ring: np.ndarray, factor: float) -> np.ndarray:
     return grown
 
 
-@pytest.mark.parametrize("flip", [False, True], ids=["turned", "turned-mirrored"])
-def test_turned_photo_cheeks_are_skin_not_pieces(analyzer: FaceAnalyzer, flip: bool) -> None:
-    """The hidden cheek of portrait_woman_pose.jpg (a hand at the chin, hair past the far
-    contour): no grey or dark pieces of hair mirrored onto the cheeks (was 3-4% of them)."""
+def _pose_cheeks(
+    analyzer: FaceAnalyzer, flip: bool, oval: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """portrait_woman_pose.jpg's completed texture (mirrored first with ``flip``), its
+    points in it, and its cheeks: 255 inside the face oval grown by ``oval``, without
+    the eyes, brows, lips and nose."""
     photo = read_image(shared_media("portrait_woman_pose.jpg"))
     if flip:
         photo = np.ascontiguousarray(photo[:, ::-1])
@@ -152,7 +154,7 @@ def test_turned_photo_cheeks_are_skin_not_pieces(analyzer: FaceAnalyzer, flip: b
     assert completed is not None
     texture, uv = completed.texture_bgra, completed.uv
     cheeks = np.zeros(texture.shape[:2], np.uint8)
-    cv2.fillPoly(cheeks, [_grown(uv[list(mesh.FACE_OVAL)], 0.9)], 255)
+    cv2.fillPoly(cheeks, [_grown(uv[list(mesh.FACE_OVAL)], oval)], 255)
     features = (
         (mesh.RIGHT_EYE, 2.2),
         (mesh.LEFT_EYE, 2.2),
@@ -163,6 +165,14 @@ def test_turned_photo_cheeks_are_skin_not_pieces(analyzer: FaceAnalyzer, flip: b
     )
     for ring, factor in features:
         cv2.fillPoly(cheeks, [_grown(uv[list(ring)], factor)], 0)
+    return texture, uv, cheeks
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["turned", "turned-mirrored"])
+def test_turned_photo_cheeks_are_skin_not_pieces(analyzer: FaceAnalyzer, flip: bool) -> None:
+    """The hidden cheek of portrait_woman_pose.jpg (a hand at the chin, hair past the far
+    contour): no grey or dark pieces of hair mirrored onto the cheeks (was 3-4% of them)."""
+    texture, _, cheeks = _pose_cheeks(analyzer, flip, 0.9)
     used = (texture[..., 3] > 127) & (cheeks > 0)
     chroma = cv2.cvtColor(texture[..., :3], cv2.COLOR_BGR2YCrCb)[..., 1:].astype(np.float32)
     skin = np.median(chroma[used], axis=0)
@@ -266,24 +276,7 @@ def test_turned_photo_far_cheek_has_no_streaks(analyzer: FaceAnalyzer, flip: boo
     chin there and the hair and ear at the mirror side's contour are not carried onto it
     as streaks (their edges: the far cheek's strongest gradients 1.17-1.27x the near
     cheek's; now no stronger than the near cheek's)."""
-    photo = read_image(shared_media("portrait_woman_pose.jpg"))
-    if flip:
-        photo = np.ascontiguousarray(photo[:, ::-1])
-    completed = enroll(photo, analyzer).completed
-    assert completed is not None
-    texture, uv = completed.texture_bgra, completed.uv
-    cheeks = np.zeros(texture.shape[:2], np.uint8)
-    cv2.fillPoly(cheeks, [_grown(uv[list(mesh.FACE_OVAL)], 1.0)], 255)
-    features = (
-        (mesh.RIGHT_EYE, 2.2),
-        (mesh.LEFT_EYE, 2.2),
-        (mesh.RIGHT_BROW, 1.6),
-        (mesh.LEFT_BROW, 1.6),
-        (mesh.OUTER_LIPS, 1.4),
-        (mesh.NOSE, 1.3),
-    )
-    for ring, factor in features:
-        cv2.fillPoly(cheeks, [_grown(uv[list(ring)], factor)], 0)
+    texture, uv, cheeks = _pose_cheeks(analyzer, flip, 1.0)
     opaque = cv2.erode((texture[..., 3] > 127).astype(np.uint8), np.ones((5, 5), np.uint8))
     used = (opaque > 0) & (cheeks > 0)
     grey = cv2.cvtColor(texture[..., :3], cv2.COLOR_BGR2GRAY).astype(np.float32)
