@@ -85,7 +85,7 @@ class FaceAnalyzer:
         base = self.landmarks.model
         if threads < 2 or not isinstance(base, Threaded):
             return self.landmarks
-        model = self._workers.get(-threads)
+        model = self._workers.get(-threads)  # wide ones under minus their thread count
         if model is None:
             logger.debug("landmarks of a lone face on %d threads", threads)
             model = self._workers[-threads] = LandmarkModel(base.with_threads(threads))
