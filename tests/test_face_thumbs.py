@@ -45,7 +45,7 @@ def test_colour_and_light_from_shared_thumbnails_match_the_full_images(
     assert np.abs(thumbs.warped.astype(np.int16) - again).mean() < 1.0
 
     full = relight.shading_gain(alone, lit, mask, face_px)
-    small = relight.shading_gain(alone, thumbs.visitor, mask, face_px, warped_small=thumbs.warped)
+    small = relight.shading_gain(thumbs.warped, thumbs.visitor, mask, face_px)
     assert full is not None and small is not None
     inside = mask > 127
     assert float(np.abs(full - small)[inside].mean()) < 0.01

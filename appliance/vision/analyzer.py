@@ -60,6 +60,7 @@ class FaceAnalyzer:
     backend: Backend | None = None  # to load a landmark model per extra worker thread
     tiles: TileScan | None = None  # small faces: the full-range model over tiles, in turn
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
+    _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
 
     def landmarks_on(self, worker: int) -> LandmarkModel:
         """The landmark model of pool worker ``worker`` (see ``face_pool``).
@@ -70,7 +71,7 @@ class FaceAnalyzer:
         CPU (up to ``WIDE_THREADS``) where the model can have one (LiteRT on the CPU).
         """
         if worker == ALONE:
-            return self._wide()
+            return self._lone_model()
         if worker == CALLER or self.backend is None:
             return self.landmarks
         model = self._workers.get(worker)
@@ -80,16 +81,16 @@ class FaceAnalyzer:
             )
         return model
 
-    def _wide(self) -> LandmarkModel:
-        threads = min(usable_cpus(), WIDE_THREADS)
-        base = self.landmarks.model
-        if threads < 2 or not isinstance(base, Threaded):
-            return self.landmarks
-        model = self._workers.get(-threads)  # wide ones under minus their thread count
-        if model is None:
-            logger.debug("landmarks of a lone face on %d threads", threads)
-            model = self._workers[-threads] = LandmarkModel(base.with_threads(threads))
-        return model
+    def _lone_model(self) -> LandmarkModel:
+        if self._lone is None:
+            threads = min(usable_cpus(), WIDE_THREADS)
+            base = self.landmarks.model
+            if threads < 2 or not isinstance(base, Threaded):
+                self._lone = self.landmarks
+            else:
+                logger.debug("landmarks of a lone face on %d threads", threads)
+                self._lone = LandmarkModel(base.with_threads(threads))
+        return self._lone
 
     def detector_copy(self) -> FaceDetector | None:
         """The whole-frame detector on its own interpreter, for a helper thread; None

@@ -44,13 +44,10 @@ def shading_gain(
     mask: Image,
     face_px: float,
     ease: Ease | None = None,
-    *,
-    warped_small: Image | None = None,
 ) -> npt.NDArray[np.float32] | None:
-    """The per-pixel gain (full size) that gives ``warped`` the visitor's shading.
-
-    ``visitor`` (and ``warped_small``, standing for ``warped``) may be thumbnails
-    of any size down to ``SMALL_SIDE``: only their low frequencies are used.
+    """The per-pixel gain (the size of ``mask``) that gives ``warped`` the visitor's
+    shading. ``warped`` and ``visitor`` may be thumbnails of any size down to
+    ``SMALL_SIDE``: only their low frequencies are used.
     """
     h, w = mask.shape
     factor = max(1.0, max(h, w) / SMALL_SIDE)
@@ -61,7 +58,7 @@ def shading_gain(
         return None
     norm = np.asarray(cv2.GaussianBlur(inside, (0, 0), sigma), np.float32) + 1e-3
     target = _low(visitor, inside, size, sigma) / norm
-    source = _low(warped if warped_small is None else warped_small, inside, size, sigma) / norm
+    source = _low(warped, inside, size, sigma) / norm
     gain = np.clip(target / np.maximum(source, 1.0), *GAIN_RANGE).astype(np.float32)
     gain = np.where(norm > 0.05, gain, 1.0).astype(np.float32)
     if ease is not None:
@@ -83,9 +80,11 @@ def relight(
 
     ``ease``: takes this frame's small gain field, gives the one to use (eased
     across frames, appliance.vision.blend.ColourMemory.ease_shading).
-    ``visitor`` and ``warped_small``: see ``shading_gain``.
+    ``visitor`` may be a thumbnail, and ``warped_small`` a thumbnail standing for
+    ``warped`` (see ``shading_gain``).
     """
-    gain = shading_gain(warped, visitor, mask, face_px, ease, warped_small=warped_small)
+    small = warped if warped_small is None else warped_small
+    gain = shading_gain(small, visitor, mask, face_px, ease)
     if gain is None:
         return warped
     out: Image = np.asarray(

@@ -21,7 +21,7 @@ T = TypeVar("T", np.uint8, np.uint16, np.float32)
 
 
 def thumbnail(image: npt.NDArray[T], size: tuple[int, int]) -> npt.NDArray[T]:
-    """``image`` scaled down (or not) to ``size`` (width, height), area-averaged."""
+    """``image`` scaled down (or not) to ``size`` (width, height), near its area average."""
     small = image
     while small.shape[1] >= 2 * size[0] and small.shape[0] >= 2 * size[1]:
         small = np.asarray(cv2.pyrDown(small), image.dtype)
