@@ -169,7 +169,7 @@ EXPECTED = {
     "attack_photo_in_hand.jpg": ("good", set()),  # a real face; liveness is another check
     "portrait_einstein_bw.jpg": ("usable", {"lighting", "yaw"}),
     "portrait_man_mouth_open.jpg": ("usable", {"mouth"}),
-    "portrait_woman_pose.jpg": ("usable", {"yaw"}),
+    "portrait_woman_pose.jpg": ("usable", {"yaw", "occlusion"}),  # her hand at her cheek
     "negative_dog.jpg": ("refused", set()),
     "negative_cat.jpg": ("refused", set()),
 }
@@ -183,6 +183,18 @@ def test_every_shared_photo_gets_the_right_verdict(checker: IdentityChecker, nam
     assert (result.verdict, only_hints(result)) == (verdict, hints), result.as_dict()
     if verdict == "refused":
         assert result.faces == 0 and "no face" in result.reasons()[0]
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["photo", "mirrored"])
+def test_a_hand_at_the_cheek_gets_a_hint_of_its_own(checker: IdentityChecker, flip: bool) -> None:
+    """portrait_woman_pose.jpg's hand has her skin's colour: the occluder test finds
+    nothing (it said "nothing covers the face"); the hand models find it by its shape."""
+    pose = cv2.imread(str(shared_media("portrait_woman_pose.jpg")))
+    result = checker.assess(cv2.flip(pose, 1) if flip else pose)
+    assert result.measures["covered"] < 0.01  # not seen as an occluder
+    assert 0.04 < result.measures["hand_covered"] < 0.1, result.measures
+    (finding,) = [f for f in result.findings if f.check == "occlusion"]
+    assert finding.verdict == "usable" and finding.message.startswith("a hand covers about")
 
 
 def test_the_turn_has_the_right_side_mirrored_and_cropped(checker: IdentityChecker) -> None:

@@ -13,6 +13,7 @@ from appliance.inference.base import Backend, Threaded
 from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
 from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
+from appliance.vision.hands import LazyHands
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
 from appliance.vision.tile_scan import TileScan, merge
@@ -59,6 +60,7 @@ class FaceAnalyzer:
     verifier: FaceVerifier | None = None
     backend: Backend | None = None  # to load a landmark model per extra worker thread
     tiles: TileScan | None = None  # small faces: the full-range model over tiles, in turn
+    hands: LazyHands | None = None  # hands in identity photos (loaded on first use)
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
 
@@ -116,7 +118,7 @@ class FaceAnalyzer:
         full = backend.load(store.path("face_detector_full"))
         verifier = FaceVerifier(FaceDetector(full, "full", 0.3, 4)) if verify else None
         tiles = TileScan(FaceDetector(full, "full", None, max_faces))
-        return cls(detector, landmarks, verifier, backend, tiles)
+        return cls(detector, landmarks, verifier, backend, tiles, LazyHands(store, backend))
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

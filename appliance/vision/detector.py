@@ -19,7 +19,6 @@ logger = logging.getLogger(__name__)
 Prepared = tuple[FloatArray, float, tuple[int, int]]
 
 NMS_IOU = 0.3
-_NUM_KEYPOINTS = 6
 
 
 class FaceDetector:
@@ -59,17 +58,10 @@ class FaceDetector:
         return FaceDetector(model, kind, self.min_score, self.max_faces)
 
     def _letterbox(self, image: npt.NDArray[np.uint8]) -> Prepared:
-        size = self.spec.input_size
-        h, w = image.shape[:2]
-        scale = size / max(h, w)
-        nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-        resized = thumbnail(image, (nw, nh))
-        pad_x, pad_y = (size - nw) // 2, (size - nh) // 2
-        canvas = np.zeros((size, size, 3), np.uint8)
-        canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = resized
+        canvas, scale, pad = letterbox(image, self.spec.input_size)
         rgb = cv2.cvtColor(canvas, cv2.COLOR_BGR2RGB).astype(np.float32)
         tensor = (rgb * (1.0 / 127.5) - 1.0)[None]
-        return tensor, scale, (pad_x, pad_y)
+        return tensor, scale, pad
 
     def _run(self, tensor: FloatArray) -> tuple[FloatArray, FloatArray]:
         outputs = self.model.run([tensor])
@@ -79,27 +71,61 @@ class FaceDetector:
     def _decode(
         self, raw: FloatArray, logits: FloatArray, scale: float, pad: tuple[int, int]
     ) -> list[Detection]:
-        scores = (1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -100.0, 100.0)))).astype(
-            np.float32
+        placed = (scale, pad)
+        return decode(
+            raw,
+            logits,
+            self.anchors,
+            self.spec,
+            placed,
+            min_score=self.min_score,
+            most=self.max_faces,
         )
-        keep = np.flatnonzero(scores >= self.min_score)
-        if keep.size == 0:
-            return []
-        size = float(self.spec.input_size)
-        anchors = self.anchors[keep] * size
-        values = raw[keep]
-        centres = values[:, 0:2] + anchors
-        half = values[:, 2:4] / 2.0
-        boxes = np.concatenate([centres - half, centres + half], axis=1)
-        kps = (
-            values[:, 4 : 4 + 2 * _NUM_KEYPOINTS].reshape(-1, _NUM_KEYPOINTS, 2) + anchors[:, None]
-        )
-        offset = np.array(pad, np.float32)
-        boxes = (boxes - np.tile(offset, 2)) / scale
-        kps = (kps - offset) / scale
-        return _weighted_nms(
-            boxes.astype(np.float32), kps.astype(np.float32), scores[keep], self.max_faces
-        )
+
+
+def decode(
+    raw: FloatArray,
+    logits: FloatArray,
+    anchors: FloatArray,
+    spec: AnchorSpec,
+    placed: tuple[float, tuple[int, int]],
+    *,
+    min_score: float,
+    most: int,
+) -> list[Detection]:
+    """An SSD model's boxes and keypoints (as many as ``raw`` has after the box), scores
+    from ``logits``, in the pixels of the image letterboxed with ``placed`` (scale, pad)."""
+    scores = (1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -100.0, 100.0)))).astype(
+        np.float32
+    )
+    keep = np.flatnonzero(scores >= min_score)
+    if keep.size == 0:
+        return []
+    scale, pad = placed
+    size = float(spec.input_size)
+    at = anchors[keep] * size
+    values = raw[keep]
+    centres = values[:, 0:2] + at
+    half = values[:, 2:4] / 2.0
+    boxes = np.concatenate([centres - half, centres + half], axis=1)
+    kps = values[:, 4:].reshape(len(keep), -1, 2) + at[:, None]
+    offset = np.array(pad, np.float32)
+    boxes = (boxes - np.tile(offset, 2)) / scale
+    kps = (kps - offset) / scale
+    return weighted_nms(boxes.astype(np.float32), kps.astype(np.float32), scores[keep], most)
+
+
+def letterbox(
+    image: npt.NDArray[np.uint8], size: int
+) -> tuple[npt.NDArray[np.uint8], float, tuple[int, int]]:
+    """``image`` scaled to fit a black ``size`` square, centred: (square, scale, (pad x, pad y))."""
+    h, w = image.shape[:2]
+    scale = size / max(h, w)
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    pad_x, pad_y = (size - nw) // 2, (size - nh) // 2
+    canvas = np.zeros((size, size, 3), np.uint8)
+    canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = thumbnail(image, (nw, nh))
+    return canvas, scale, (pad_x, pad_y)
 
 
 def _iou(box: FloatArray, others: FloatArray) -> FloatArray:
@@ -114,7 +140,7 @@ def _iou(box: FloatArray, others: FloatArray) -> FloatArray:
     return result
 
 
-def _weighted_nms(
+def weighted_nms(
     boxes: FloatArray, kps: FloatArray, scores: FloatArray, max_faces: int
 ) -> list[Detection]:
     """MediaPipe's weighted NMS: overlapping candidates are averaged by score."""

@@ -13,6 +13,7 @@ import numpy.typing as npt
 from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.gaze import IrisPatch, cut_irises
+from appliance.vision.hands import hand_mask
 from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import (
     CLOSED_GAP,
@@ -104,11 +105,13 @@ def enroll(
             f"{name}: the face is too small ({eye_dist:.0f} px between the eyes, "
             f"at least {MIN_EYE_DISTANCE_PX:.0f} needed); use a closer photo"
         )
-    texture, points = _texture_crop(image, face.points)
+    texture, points, (offset, scale) = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
     triangles = delaunay(lips_apart(points), swap_mesh(points))
+    hands = analyzer.hands.find(image) if analyzer.hands is not None else []
+    held = hand_mask(texture.shape, hands, offset, scale)
     # the irises are cut from the photo itself, so the completion mirrors bare eyes
-    bare, irises = cut_irises(_with_alpha(texture, points), points[:, :2])
+    bare, irises = cut_irises(_with_alpha(texture, points, held), points[:, :2])
     completed = complete(bare, points, triangles, MAX_TEXTURE_SIDE)
     return Identity(
         name=name,
@@ -149,12 +152,15 @@ def lips_apart(points: FloatArray) -> FloatArray:
     return out
 
 
-def _with_alpha(texture: npt.NDArray[np.uint8], points: FloatArray) -> npt.NDArray[np.uint8]:
-    """The texture with an alpha channel that hides what covers the face in the photo."""
-    covered = occluders(texture, points)
+def _with_alpha(
+    texture: npt.NDArray[np.uint8], points: FloatArray, held: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.uint8]:
+    """The texture with an alpha channel that hides what covers the face in the photo
+    (what the occluder test finds, and ``held``: the photo's hands)."""
+    covered = np.maximum(occluders(texture, points), held)
     if covered.any():
         logger.info(
-            "identity photo: %.0f%% of the face is covered (hair, a hand); not used",
+            "identity photo: %.0f%% of the texture is covered (hair, a hand); not used",
             100 * float((covered > 0).mean()),
         )
     return np.ascontiguousarray(np.dstack([texture, 255 - covered]))
@@ -170,7 +176,8 @@ def enroll_file(path: Path, analyzer: FaceAnalyzer) -> Identity:
 
 def _texture_crop(
     image: npt.NDArray[np.uint8], points: FloatArray
-) -> tuple[npt.NDArray[np.uint8], FloatArray]:
+) -> tuple[npt.NDArray[np.uint8], FloatArray, tuple[tuple[float, float], float]]:
+    """The face's crop, its points in it, and where it is: (its corner in ``image``, scale)."""
     xy = points[:, :2]
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     margin = (hi - lo) * TEXTURE_MARGIN
@@ -186,4 +193,4 @@ def _texture_crop(
             cv2.resize(crop, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA), np.uint8
         )
         local *= scale
-    return np.ascontiguousarray(crop), local.astype(np.float32)
+    return np.ascontiguousarray(crop), local.astype(np.float32), ((float(x0), float(y0)), scale)

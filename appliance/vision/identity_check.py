@@ -32,7 +32,10 @@ darkened and side-lit versions of them, and frames of the shared videos
   side, 0.56.
 - occlusion (share of the face the swap's occluder test finds covered, the
   test that hides a fringe or a hand of the identity photo): over 8% a hint
-  (the astronaut's hair: 5%).
+  (the astronaut's hair: 5%). A hand of the face's own colour is found by its
+  shape (``hands``: MediaPipe's palm and hand landmark models): over 3% of the
+  face under a hand is a hint of its own (the turned portrait's hand at her
+  cheek: 6.7%; every other shared photo 0, the photo held in a hand too).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from appliance.inference.litert import LiteRTBackend
 from appliance.modelstore import ModelStore
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.blendshapes import BlendshapeModel
+from appliance.vision.hands import Hand, hand_mask
 from appliance.vision.identity import MIN_EYE_DISTANCE_PX
 from appliance.vision.occlusion import occluders
 from appliance.vision.photo_measures import (
@@ -77,6 +81,7 @@ BRIGHT_LUMA = 220.0
 MAX_CLIPPED = 0.15
 MIN_EVENNESS = 0.62
 MAX_COVERED = 0.08
+MAX_HELD = 0.03
 OCCLUSION_MARGIN = 0.25  # the occluder test runs on the face box grown by this share
 
 _RANK: dict[Verdict, int] = {"good": 0, "usable": 1, "refused": 2}
@@ -168,6 +173,8 @@ class IdentityChecker:
         detail = sharpness(image, points)
         lit = light(image, points)
         covered = _covered_share(image, points)
+        hands = self.analyzer.hands.find(image) if self.analyzer.hands is not None else []
+        held = _held_share(image, points, hands)
         found += [
             _yaw(pose.yaw),
             _pitch(pose.pitch),
@@ -177,7 +184,7 @@ class IdentityChecker:
             _sharpness(detail),
             _exposure(lit.median, lit.clipped),
             _evenness(lit),
-            _occlusion(covered),
+            _occlusion(covered, held),
         ]
         measures = {
             "eye_distance_px": eyes,
@@ -192,6 +199,7 @@ class IdentityChecker:
             "clipped": lit.clipped,
             "evenness": lit.evenness,
             "covered": covered,
+            "hand_covered": held,
         }
         measures = {k: round(float(v), 3) for k, v in measures.items()}
         assessment = Assessment(1, tuple(found), measures)
@@ -294,7 +302,14 @@ def _evenness(lit: Light) -> Finding:
     return Finding("lighting", "good", "the face is evenly lit", ratio)
 
 
-def _occlusion(covered: float) -> Finding:
+def _occlusion(covered: float, held: float) -> Finding:
+    if held > MAX_HELD:
+        text = (
+            f"a hand covers about {100 * held:.0f}% of the face: that part is taken from the "
+            "other side of the face or shows the visitor's own; a photo with the hands away "
+            "from the face works best"
+        )
+        return Finding("occlusion", "usable", text, held)
     if covered > MAX_COVERED:
         text = (
             f"about {100 * covered:.0f}% of the face is covered (hair, a hand, an object): "
@@ -302,6 +317,16 @@ def _occlusion(covered: float) -> Finding:
         )
         return Finding("occlusion", "usable", text, covered)
     return Finding("occlusion", "good", "nothing covers the face", covered)
+
+
+def _held_share(image: Image, points: npt.NDArray[np.float32], hands: list[Hand]) -> float:
+    """The share of the face a hand of ``hands`` covers."""
+    if not hands:
+        return 0.0
+    face = face_mask(image.shape, points) > 0
+    if not face.any():
+        return 0.0
+    return float(((hand_mask(image.shape, hands) > 0) & face).sum() / face.sum())
 
 
 def _covered_share(image: Image, points: npt.NDArray[np.float32]) -> float:
