@@ -41,7 +41,14 @@ MIN_RADIUS_PX = 1.5  # a smaller iris in the photo is not cut out
 IRIS_SCALE = 1.1
 IRIS_FADE = 0.5  # the share of the disc past the ring over which it fades out
 BARE_RADIUS = 1.35  # the iris and its dark rim are painted over this far out
-LID_SHADE = 0.7  # the eye white's brightness at the lids, over its middle
+# the eye white's colour: the palest WHITE_SHARE of the opening past WHITE_FROM iris
+# radii (the drawn iris's rim ends at IRIS_SCALE). From past BARE_RADIUS, the palest
+# 30%, a photo whose whites show only at the eye's shadowed corners (a deep-set eye:
+# the open-mouthed man) gave a white darker than his skin and as dark as his pale
+# iris: moved aside, the drawn iris was lost in it (gaze error 11.8 on the talking man)
+WHITE_FROM = 1.15
+WHITE_SHARE = 0.1
+LID_SHADE = 0.85  # the eye white's brightness at the lids, over its middle (was 0.7)
 FORESHORTENED = 0.8  # an eye this much narrower than the other takes its iris
 SQUASH_MIN = 0.15  # the flattest a closing eye makes its iris
 MIN_SEEN = 0.35  # share of the iris disc the photo must show (eyes open)
@@ -71,7 +78,7 @@ def _opening(ring: FloatArray, shape: tuple[int, int], offset: FloatArray) -> Im
 
 
 def _white(texture: Image, opening: Image, disc: Image) -> npt.NDArray[np.float32] | None:
-    """The eye white's colour: the palest, brightest pixels of the opening outside the iris."""
+    """The eye white's colour: the palest, brightest pixels of the opening outside ``disc``."""
     around = (opening > 200) & (cv2.dilate(disc, np.ones((3, 3), np.uint8)) == 0)
     pixels = texture[..., :3][around].astype(np.float32)
     if len(pixels) < 6:
@@ -79,7 +86,7 @@ def _white(texture: Image, opening: Image, disc: Image) -> npt.NDArray[np.float3
     luma = pixels @ np.array([0.114, 0.587, 0.299], np.float32)
     chroma = pixels.max(axis=1) - pixels.min(axis=1)  # skin and lids are coloured, the white is not
     score = luma - 2.0 * chroma
-    best = pixels[score >= np.percentile(score, 70)]
+    best = pixels[score >= np.percentile(score, 100.0 * (1.0 - WHITE_SHARE))]
     out: npt.NDArray[np.float32] = np.median(best, axis=0).astype(np.float32)
     return out
 
@@ -136,18 +143,8 @@ def _bare(texture: Image, ring: FloatArray, centre: npt.NDArray[np.float64], rad
     box = texture[lo[1] : hi[1], lo[0] : hi[0]]
     shape = box.shape[:2]
     opening = _opening(ring, shape, lo.astype(np.float32))
-    disc = np.zeros(shape, np.uint8)
-    cx, cy = centre - lo
-    cv2.circle(
-        disc,
-        (round(cx * _ONE), round(cy * _ONE)),
-        round(radius * BARE_RADIUS * _ONE),
-        255,
-        -1,
-        cv2.LINE_8,
-        _SHIFT,
-    )
-    white = _white(box, opening, disc)
+    disc = _disc(shape, centre - lo, radius * BARE_RADIUS)
+    white = _white(box, opening, _disc(shape, centre - lo, radius * WHITE_FROM))
     if white is None:
         return
     work = box[..., :3].copy()
@@ -162,6 +159,13 @@ def _bare(texture: Image, ring: FloatArray, centre: npt.NDArray[np.float64], rad
     soft = cv2.GaussianBlur(hole.astype(np.float32) / 255.0, (3, 3), 0)[..., None]
     mixed = filled * soft + box[..., :3].astype(np.float32) * (1.0 - soft)
     box[..., :3] = mixed.round().clip(0, 255).astype(np.uint8)
+
+
+def _disc(shape: tuple[int, ...], centre: npt.NDArray[np.float64], radius: float) -> Image:
+    disc = np.zeros(shape[:2], np.uint8)
+    at = (round(float(centre[0]) * _ONE), round(float(centre[1]) * _ONE))
+    cv2.circle(disc, at, round(radius * _ONE), 255, -1, cv2.LINE_8, _SHIFT)
+    return disc
 
 
 def cut_irises(texture: Image, uv: FloatArray) -> tuple[Image, tuple[IrisPatch | None, ...]]:
