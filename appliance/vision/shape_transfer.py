@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 
+import cv2
 import numpy as np
 
 from appliance.vision.identity import Identity
@@ -43,6 +44,11 @@ MOUTH_CLOSED = 0.04  # lip gap / face height below this: mouth closed
 EYES_OPEN = 0.2  # eye aspect ratio above this: eyes open
 MOUTH_KEEP = 0.5  # share of the visitor's own mouth shape kept at the mouth centre
 MOUTH_REACH = 0.25  # face heights from the mouth centre over which that share fades out
+# an open-mouthed identity's lips (the visitor's own lips show there) keep the visitor's
+# own shape all over, its corners too, fading out over this many face heights past them:
+# with only the centre kept, the corners went a third of the way to the photo's round
+# "O" mouth and the visitor's smile was gone (mouthSmileRight r 0.44)
+LIPS_REACH = 0.1
 
 
 def eye_aspect_ratio(points: FloatArray | F64, ring: tuple[int, ...]) -> float:
@@ -79,6 +85,17 @@ def outline_weights(points: FloatArray, band: float, mouth_keep: float = MOUTH_K
     near = np.clip(np.linalg.norm(xy - centre, axis=1) / (MOUTH_REACH * height), 0.0, 1.0)
     weights *= 1.0 - mouth_keep * (1.0 - near * near * (3 - 2 * near))
     return weights
+
+
+def lips_kept(points: FloatArray, reach: float = LIPS_REACH) -> F64:
+    """Per point, 0 on and inside the outer lip line rising smoothly to 1 at ``reach``
+    face heights outside it."""
+    xy = np.asarray(points[:, :2], np.float32)
+    lips = xy[list(OUTER_LIPS)].reshape(-1, 1, 2)
+    outside = np.array([-cv2.pointPolygonTest(lips, (float(x), float(y)), True) for x, y in xy])
+    x = np.clip(outside / (reach * (face_height(points) or 1.0)), 0.0, 1.0)
+    out: F64 = x * x * (3 - 2 * x)
+    return out
 
 
 def head_pose(identity: Identity, visitor: FloatArray) -> Similarity:
@@ -140,5 +157,7 @@ class ShapeTransfer:
         if self._weights is None or self._weights[0] is not identity:
             keep = 1.0 if identity.mouth_open else MOUTH_KEEP  # an open mouth has no shape to give
             weights = outline_weights(identity.points, self.outline_band, keep)
+            if identity.mouth_open:
+                weights = weights * lips_kept(identity.points)
             self._weights = (identity, weights)
         return self._weights[1]
