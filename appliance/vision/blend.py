@@ -14,6 +14,10 @@ Image = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.uint8]
 
 _STD_RATIO_RANGE = (0.5, 2.0)
+# chroma contrast is never raised: a pale, even photo given a tanned visitor's spread
+# of chroma turned its eye make-up, lips and stray hair deep orange (Cr/Cb ratios
+# of 1.8-3.0 on the shared portraits); the means still carry the skin tone
+_CHROMA_RATIO_MAX = 1.0
 
 
 # BGR -> YCrCb (full range, as OpenCV's COLOR_BGR2YCrCb): an affine map, so a
@@ -119,9 +123,18 @@ def match_colour(
     if src is None or dst is None:
         return warped
     ratio = np.clip(dst[1] / src[1], *_STD_RATIO_RANGE)
+    ratio[1:] = np.minimum(ratio[1:], _CHROMA_RATIO_MAX)
     offset = dst[0] - src[0] * ratio
-    linear = _YCC2BGR @ np.diag(ratio) @ _BGR2YCC
-    matrix = np.hstack([linear, (_YCC2BGR @ offset)[:, None]]).astype(np.float32)
+    # the chroma shift grows with the new luma (Y' / the visitor's mean): light's tint
+    # is proportional to its brightness, so a dark moustache or brow is not tinted as
+    # much as the skin (a flat shift turned them rust-orange); on average the same
+    ycc = np.diag(ratio)
+    tint = offset[1:] / max(float(dst[0][0]), 1.0)
+    ycc[1:, 0] += tint * ratio[0]
+    constant = offset.copy()
+    constant[1:] = tint * offset[0]
+    linear = _YCC2BGR @ ycc @ _BGR2YCC
+    matrix = np.hstack([linear, (_YCC2BGR @ constant)[:, None]]).astype(np.float32)
     if memory is not None:
         matrix = memory.ease(matrix)
     thumbs.warped = np.asarray(cv2.transform(thumbs.warped, matrix), np.uint8)
