@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -47,6 +48,7 @@ from appliance.vision.mesh import (
 )
 from appliance.vision.occlusion import occluders
 from appliance.vision.relight import relight
+from appliance.vision.thumbnail import thumbnail
 from appliance.vision.triangulation import IntArray
 from appliance.vision.types import FaceLandmarks, FloatArray
 
@@ -66,6 +68,24 @@ _HOLES = {"eyes": (np.array(RIGHT_EYE), np.array(LEFT_EYE)), "mouth": (np.array(
 _LIPS = np.array(OUTER_LIPS)  # an open-mouthed identity's lips are unusable: the visitor's show
 
 Image = npt.NDArray[np.uint8]
+# a face taller than this (its outline, in pixels) is swapped at this height and
+# scaled back: the identity's texture has at most MAX_TEXTURE_SIDE pixels for the
+# whole face and its margin, so a larger warp adds cost, not detail (a 1280x720
+# close-up: 550-700 px; 640x480 faces are 150-300)
+WORK_FACE_PX = 384
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What one face's swap needs besides its ROI and points."""
+
+    identity: Identity
+    moved: bool  # shape transfer: the visitor's face is moved onto the target mesh
+    timings: dict[str, float]
+    start: float  # perf_counter when the swap began
+    strength: float
+    colour: ColourMemory | None
+    own_eyes: tuple[float, float]
 
 
 class GeometricSwapper:
@@ -105,25 +125,67 @@ class GeometricSwapper:
         x0, y0, x1, y1 = box
         local = points.copy()
         local[:, :2] -= (x0, y0)
-        size = (x1 - x0, y1 - y0)
         roi = frame[y0:y1, x0:x1]
+        own = face.points[:, :2] - np.array((x0, y0), np.float32)
+        if own_eyes is None:
+            own_eyes = own_eyes_now(face.points, self.settings.eyes)
+        face_px = float(np.ptp(local[_OVAL, 1]))
+        work = _Work(identity, target is not None, timings, t0, strength, colour, own_eyes)
+        if face_px <= WORK_FACE_PX:
+            return bool(self._swap_roi(roi, local, own, work).any())
+        return self._swap_scaled(roi, local, own, work, WORK_FACE_PX / face_px)
+
+    def _swap_scaled(
+        self, roi: Image, local: FloatArray, own: FloatArray, work: _Work, scale: float
+    ) -> bool:
+        """The swap of a large face done on the ROI scaled by ``scale`` and scaled back:
+        the identity's texture has at most ``MAX_TEXTURE_SIDE`` pixels of detail, and
+        every step costs by the pixel."""
+        h, w = roi.shape[:2]
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+        factors = np.array((size[0] / w, size[1] / h), np.float32)
+        small = np.array(thumbnail(roi, size), np.uint8)  # its own copy
+        s_local = local.copy()
+        s_local[:, :2] = (local[:, :2] + 0.5) * factors - 0.5
+        s_local[:, 2] *= factors[0]
+        s_own = (own + 0.5) * factors - 0.5
+        alpha = self._swap_roi(small, s_local, s_own, work)
+        if not alpha.any():
+            return False
+        t1 = time.perf_counter()
+        # what the swap changed: the identity (alpha) and, with shape transfer, the
+        # visitor's face moved inside the outline; scaled back over the full-size ROI
+        touched = np.where(alpha > 0, 255, 0).astype(np.uint8)
+        if work.moved:
+            cv2.fillPoly(touched, [_fixed(s_local[_OVAL, :2])], 255, cv2.LINE_8, _SHIFT)
+        # copied, not blended: at its edge the scaled-back ROI is the visitor's own
+        # unchanged face (an alpha blend of the whole ROI cost 3 ms at 560x650)
+        inside = np.asarray(cv2.resize(touched, (w, h), interpolation=cv2.INTER_NEAREST), np.uint8)
+        up = np.asarray(cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR), np.uint8)
+        cv2.copyTo(up, inside, roi)  # in place
+        add_stage_ms(work.timings, "blend", t1)
+        return True
+
+    def _swap_roi(self, roi: Image, local: FloatArray, own: FloatArray, work: _Work) -> Image:
+        """Swap the face in ``roi`` (in place; its mesh ``local``, the visitor's own
+        landmarks ``own``, both in ROI pixels); returns the blend's alpha."""
+        identity, timings = work.identity, work.timings
+        size = (roi.shape[1], roi.shape[0])
         face_px = float(np.ptp(local[_OVAL, 1]))
         # the frame's own detail, before the visitor's face is moved (a resampling)
-        as_seen = roi.copy() if target is not None else roi
-        own = face.points[:, :2] - np.array((x0, y0), np.float32)
+        as_seen = roi.copy() if work.moved else roi
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
-        visitor = own if target is not None else None
+        visitor = own if work.moved else None
         step = map_step(face_px, size)
         warped, covered = _warp_face(identity, local, step, roi, visitor=visitor, keep=in_front)
-        t1 = add_stage_ms(timings, "warp", t0)
+        t1 = add_stage_ms(timings, "warp", work.start)
         if identity.irises is not None:  # the identity's irises, the visitor's gaze
             draw_irises(warped, local, identity.irises)
             t1 = add_stage_ms(timings, "gaze", t1)
-        if own_eyes is None:
-            own_eyes = own_eyes_now(face.points, self.settings.eyes)
-        mask = self._mask(local, covered, size, identity, own_eyes)
+        mask = self._mask(local, covered, size, identity, work.own_eyes)
         if in_front is not None:
             mask[in_front > 0] = 0
+        colour = work.colour
         if self.settings.color_match:
             thumbs = face_thumbs(warped, roi, mask)
             warped = match_colour(warped, roi, mask, colour, thumbs)
@@ -137,14 +199,14 @@ class GeometricSwapper:
         warped = match_detail(warped, as_seen, mask, eases)
         t1 = add_stage_ms(timings, "detail", t1)
         alpha = feather(mask, int(face_px * self.settings.feather_fraction))
-        if strength < 1.0:
-            alpha = (alpha.astype(np.float32) * max(0.0, strength)).astype(np.uint8)
+        if work.strength < 1.0:
+            alpha = (alpha.astype(np.float32) * max(0.0, work.strength)).astype(np.uint8)
         if self.settings.blend == "poisson":
             poisson_blend(roi, warped, alpha)
         else:
             alpha_blend(roi, warped, alpha)
         add_stage_ms(timings, "blend", t1)
-        return bool(alpha.any())
+        return alpha
 
     def _mask(
         self,
