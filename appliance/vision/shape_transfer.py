@@ -33,7 +33,7 @@ from appliance.vision.mesh import (
     OUTER_LIPS,
     RIGHT_EYE_EAR,
 )
-from appliance.vision.neutral import close_mouth, face_height, mouth_gap
+from appliance.vision.neutral import UPPER_INNER, close_mouth, face_height, mouth_gap
 from appliance.vision.pose3d import F64, RIGID_POINTS, Similarity, similarity
 from appliance.vision.types import FloatArray
 
@@ -44,11 +44,22 @@ MOUTH_CLOSED = 0.04  # lip gap / face height below this: mouth closed
 EYES_OPEN = 0.2  # eye aspect ratio above this: eyes open
 MOUTH_KEEP = 0.5  # share of the visitor's own mouth shape kept at the mouth centre
 MOUTH_REACH = 0.25  # face heights from the mouth centre over which that share fades out
-# an open-mouthed identity's lips (the visitor's own lips show there) keep the visitor's
-# own shape all over, its corners too, fading out over this many face heights past them:
-# with only the centre kept, the corners went a third of the way to the photo's round
-# "O" mouth and the visitor's smile was gone (mouthSmileRight r 0.44)
-LIPS_REACH = 0.1
+# An open-mouthed photo (``Identity.mouth_open``) tells little of the identity's closed
+# mouth: its round lips pull the corners in, and closed (``Identity.shape``) they stay
+# at the round mouth's mid-height, under where the lips meet: an arched lip line, a
+# frown the visitor's smile could not lift (mouthSmileRight r 0.44; the swapped mouth
+# read open). So the corners keep the visitor's own shape, the identity's coming back
+# over CORNER_REACH face heights from them, and the closed lip line is taken LIP_LEVEL
+# of the way to straight, fading out over LIP_REACH face heights outside the lips.
+# The visitor's own lips all over lost the recogniser (d_src 0.475 -> 0.529) and
+# stretched the photo's skin round its lips (1.99 -> 2.28); each of these two steps
+# alone left one figure over (expressive_woman.mp4: corners alone stretch 2.01, the
+# line made straight d_src 0.503); together, as here: d_src 0.487, stretch 2.00,
+# mouthSmileRight r 0.93 (was 0.44), d_src 0.500 on expressive_woman_long.mp4
+CORNER_REACH = 0.12
+LIP_LEVEL = 0.15
+LIP_REACH = 0.2
+MOUTH_CORNERS = (61, 291)
 
 
 def eye_aspect_ratio(points: FloatArray | F64, ring: tuple[int, ...]) -> float:
@@ -87,14 +98,33 @@ def outline_weights(points: FloatArray, band: float, mouth_keep: float = MOUTH_K
     return weights
 
 
-def lips_kept(points: FloatArray, reach: float = LIPS_REACH) -> F64:
-    """Per point, 0 on and inside the outer lip line rising smoothly to 1 at ``reach``
-    face heights outside it."""
-    xy = np.asarray(points[:, :2], np.float32)
-    lips = xy[list(OUTER_LIPS)].reshape(-1, 1, 2)
-    outside = np.array([-cv2.pointPolygonTest(lips, (float(x), float(y)), True) for x, y in xy])
-    x = np.clip(outside / (reach * (face_height(points) or 1.0)), 0.0, 1.0)
+def corners_kept(points: FloatArray, reach: float = CORNER_REACH) -> F64:
+    """Per point, 0 at the mouth's corners rising smoothly to 1 at ``reach`` face heights
+    from the nearer one."""
+    xy = np.asarray(points[:, :2], np.float64)
+    near = np.min([np.linalg.norm(xy - xy[c], axis=1) for c in MOUTH_CORNERS], axis=0)
+    x = np.clip(near / (reach * (face_height(points) or 1.0)), 0.0, 1.0)
     out: F64 = x * x * (3 - 2 * x)
+    return out
+
+
+def level_lips(shape: FloatArray, share: float = LIP_LEVEL, reach: float = LIP_REACH) -> F64:
+    """``shape`` (a closed mouth) with its lip line ``share`` of the way to straight at the
+    height where the lips meet in the middle; points outside the lips follow less, down
+    to none at ``reach`` face heights from them."""
+    xy = np.asarray(shape[:, :2], np.float64)
+    line = xy[list(UPPER_INNER)]
+    order = np.argsort(line[:, 0])
+    lift = xy[UPPER_INNER[len(UPPER_INNER) // 2], 1] - np.interp(
+        xy[:, 0], line[order, 0], line[order, 1]
+    )
+    lips = xy[list(OUTER_LIPS)].astype(np.float32).reshape(-1, 1, 2)
+    outside = np.array(
+        [max(0.0, -cv2.pointPolygonTest(lips, (float(x), float(y)), True)) for x, y in xy]
+    )
+    t = np.clip(outside / (reach * (face_height(shape) or 1.0)), 0.0, 1.0)
+    out = np.asarray(shape, np.float64).copy()
+    out[:, 1] += share * (1.0 - t * t * (3 - 2 * t)) * lift
     return out
 
 
@@ -129,7 +159,7 @@ class ShapeTransfer:
     def __init__(self, strength: float = 1.0, outline_band: float = 0.12) -> None:
         self.strength = strength
         self.outline_band = outline_band
-        self._weights: tuple[Identity, F64] | None = None
+        self._cached: tuple[Identity, F64, F64] | None = None  # identity, weights, base
 
     def target(
         self,
@@ -148,16 +178,20 @@ class ShapeTransfer:
         pose = pose or head_pose(identity, visitor)
         seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
         rest = neutral.update(seen, visitor)
-        shaped = pose.apply(identity.shape.astype(np.float64) + (seen - rest))
-        weights = self._outline(identity) * (self.strength * amount)
+        outline, base = self._prepared(identity)
+        shaped = pose.apply(base + (seen - rest))
+        weights = outline * (self.strength * amount)
         out = visitor + weights[:, None] * (shaped - visitor)
         return out.astype(np.float32)
 
-    def _outline(self, identity: Identity) -> F64:
-        if self._weights is None or self._weights[0] is not identity:
+    def _prepared(self, identity: Identity) -> tuple[F64, F64]:
+        """The identity's outline weights and base shape (worked out once per identity)."""
+        if self._cached is None or self._cached[0] is not identity:
             keep = 1.0 if identity.mouth_open else MOUTH_KEEP  # an open mouth has no shape to give
             weights = outline_weights(identity.points, self.outline_band, keep)
+            base = identity.shape.astype(np.float64)
             if identity.mouth_open:
-                weights = weights * lips_kept(identity.points)
-            self._weights = (identity, weights)
-        return self._weights[1]
+                weights = weights * corners_kept(identity.points)
+                base = level_lips(identity.shape)
+            self._cached = (identity, weights, base)
+        return self._cached[1], self._cached[2]
