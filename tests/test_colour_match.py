@@ -67,3 +67,16 @@ def test_the_photos_chroma_contrast_is_not_raised() -> None:
     inside = mask > 0
     before, after = _ycc(flat)[inside, 1:].std(axis=0), _ycc(out)[inside, 1:].std(axis=0)
     assert (after <= before + 0.5).all(), (before, after)
+
+
+def test_a_soft_photos_contrast_is_not_raised() -> None:
+    """A low-contrast photo (its brightness' spread a third of Einstein's) keeps its own
+    contrast on a visitor with more: raised, its shadows and noise were amplified."""
+    warped, visitor, mask = _faces()
+    ycc = cv2.cvtColor(warped, cv2.COLOR_BGR2YCrCb).astype(np.float32)
+    ycc[..., 0] = 150 + (ycc[..., 0] - 150) / 3
+    soft = cv2.cvtColor(ycc.round().astype(np.uint8), cv2.COLOR_YCrCb2BGR)
+    out = match_colour(soft, visitor, mask)
+    inside = mask > 0
+    before, after = _ycc(soft)[inside, 0].std(), _ycc(out)[inside, 0].std()
+    assert after <= before + 0.5, (before, after)
