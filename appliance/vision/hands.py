@@ -116,10 +116,14 @@ class HandFinder:
         return Hand(xy, min(1.0, max(0.0, flag)))
 
 
+def _upright(wrist: FloatArray, middle: FloatArray) -> float:
+    """The turn (radians) that puts the wrist-to-middle-finger line upright."""
+    return math.pi / 2 - math.atan2(-float(middle[1] - wrist[1]), float(middle[0] - wrist[0]))
+
+
 def hand_roi(palm: Detection) -> Roi:
     """MediaPipe's square around the whole hand, from a palm detection."""
-    wrist, middle = palm.keypoints[WRIST], palm.keypoints[MIDDLE_BASE]
-    angle = math.pi / 2 - math.atan2(-float(middle[1] - wrist[1]), float(middle[0] - wrist[0]))
+    angle = _upright(palm.keypoints[WRIST], palm.keypoints[MIDDLE_BASE])
     x0, y0, x1, y1 = palm.box
     width, height = x1 - x0, y1 - y0
     cx = (x0 + x1) / 2 + HAND_SHIFT * height * math.sin(angle)
@@ -129,8 +133,7 @@ def hand_roi(palm: Detection) -> Roi:
 
 def roi_from_hand(points: FloatArray) -> Roi:
     """MediaPipe's square around a hand from its landmarks (hand_landmark_landmarks_to_roi)."""
-    wrist, middle = points[0], points[9]
-    angle = math.pi / 2 - math.atan2(-float(middle[1] - wrist[1]), float(middle[0] - wrist[0]))
+    angle = _upright(points[0], points[9])  # the wrist, the middle finger's knuckle
     part = points[list(ROI_POINTS)].astype(np.float64)
     c, s = math.cos(angle), math.sin(angle)
     upright = part @ np.array([[c, -s], [s, c]])  # rotated by -angle
