@@ -13,7 +13,7 @@ from appliance.inference.base import Backend, Threaded
 from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
 from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
-from appliance.vision.hands import LazyHands
+from appliance.vision.hands import Hand, LazyHands
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
 from appliance.vision.tile_scan import TileScan, merge
@@ -93,6 +93,10 @@ class FaceAnalyzer:
                 logger.debug("landmarks of a lone face on %d threads", threads)
                 self._lone = LandmarkModel(base.with_threads(threads))
         return self._lone
+
+    def hands_in(self, image: npt.NDArray[np.uint8]) -> list[Hand]:
+        """The hands in a photo (identity photos only); none without the hand models."""
+        return [] if self.hands is None else self.hands.find(image)
 
     def detector_copy(self) -> FaceDetector | None:
         """The whole-frame detector on its own interpreter, for a helper thread; None

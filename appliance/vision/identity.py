@@ -108,8 +108,7 @@ def enroll(
     texture, points, (offset, scale) = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
     triangles = delaunay(lips_apart(points), swap_mesh(points))
-    hands = analyzer.hands.find(image) if analyzer.hands is not None else []
-    held = hand_mask(texture.shape, hands, offset, scale)
+    held = hand_mask(texture.shape, analyzer.hands_in(image), offset, scale)
     # the irises are cut from the photo itself, so the completion mirrors bare eyes
     bare, irises = cut_irises(_with_alpha(texture, points, held), points[:, :2])
     completed = complete(bare, points, triangles, MAX_TEXTURE_SIDE)
