@@ -182,6 +182,24 @@ def test_processing_at_a_lower_height_keeps_the_frame_size(
 
 
 @pytest.mark.usefixtures("reset")
+def test_the_light_landmarks_level_puts_every_face_on_the_light_models(
+    processor: FrameProcessor, astronaut: np.ndarray
+) -> None:
+    """The demo's face (a 250 px crop at 1280x720) gets the attention model at full
+    quality and the light landmarks at the ladder's light level, still swapped."""
+    images = face_frames(astronaut, 4, size=(1280, 720))
+    light = QualityLevel("feather", 10, light_landmarks=True, name="light landmarks")
+    for level, expected in ((QualityLevel("feather", 5), False), (light, True)):
+        processor.set_quality(level)
+        processor.reset()
+        for i, image in enumerate(images):
+            frame = processor.process(Frame(image=image.copy(), index=i, capture_ns=i * PERIOD_NS))
+            assert frame.swapped
+        (track,) = processor.tracks
+        assert track.raw.light is expected and processor.quality.light_landmarks is expected
+
+
+@pytest.mark.usefixtures("reset")
 def test_an_fps_cap_drops_frames_as_thermal_and_lifts(processor: FrameProcessor) -> None:
     telemetry = Telemetry()
     controller = AdaptiveController(processor, telemetry, PipelineSettings(idle_after_s=600.0))

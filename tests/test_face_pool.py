@@ -76,15 +76,18 @@ def test_a_lone_face_gets_a_wide_interpreter_with_the_same_landmarks(
 def test_the_wide_interpreter_is_loaded_with_the_processor_not_on_the_first_face(
     store: ModelStore, astronaut: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loads: list[int] = []
+    loads: list[tuple[str, int]] = []
     with_threads = LiteRTModel.with_threads
 
     def counted(self: LiteRTModel, num_threads: int) -> LiteRTModel:
-        loads.append(num_threads)
+        loads.append((self.path.name, num_threads))
         return with_threads(self, num_threads)
 
     monkeypatch.setattr(LiteRTModel, "with_threads", counted)
     processor = build_processor(Settings(), store, "grace_hopper")
-    assert loads == [min(usable_cpus(), 4)]
-    processor.process(Frame(astronaut.copy(), 0, 0))
-    assert len(loads) == 1
+    threads = min(usable_cpus(), 4)
+    # the attention model, and the light landmarks' two models (small faces)
+    names = ["face_landmarks_detector.tflite", "face_landmark.tflite", "iris_landmark.tflite"]
+    assert sorted(loads) == sorted((name, threads) for name in names)
+    processor.process(Frame(astronaut.copy(), 0, 0))  # a small face: the light models
+    assert len(loads) == 3

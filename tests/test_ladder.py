@@ -103,17 +103,19 @@ def test_quality_ladder_steps_follow_the_configuration_and_input() -> None:
         "full quality",
         "feathered blend",
         "detect every 10 frames",
+        "light landmarks",
         "processing at 720p",
         "processing at 540p",
     ]
     assert full_hd[-1].blend == "feather" and full_hd[-1].redetect_every == 10
     assert full_hd[-1].max_height == 540
     vga = build_ladder("feather", 5, 480)
-    assert [(q.blend, q.redetect_every, q.max_height) for q in vga] == [
-        ("feather", 5, None),
-        ("feather", 10, None),
+    assert [(q.blend, q.redetect_every, q.light_landmarks, q.max_height) for q in vga] == [
+        ("feather", 5, False, None),
+        ("feather", 10, False, None),
+        ("feather", 10, True, None),
     ]
-    assert [q.max_height for q in build_ladder("feather", 3, 720)] == [None, None, 540]
+    assert [q.max_height for q in build_ladder("feather", 3, 720)] == [None, None, None, 540]
 
 
 def test_idle_gate_halves_the_rate_and_wakes_within_two_frames() -> None:

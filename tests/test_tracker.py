@@ -6,6 +6,7 @@ Still and moving clips are synthesised from real photos; real videos come from
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -204,16 +205,22 @@ def test_still_face_jitter_is_smoothed(
     assert smooth * 3 <= raw, f"jitter raw {raw:.3f} px, smoothed {smooth:.3f} px"
 
 
-def test_fast_move_is_followed_without_lag(analyzer: FaceAnalyzer, astronaut: np.ndarray) -> None:
+# the light landmarks (this photo's 160 px crop gets them) are a little less exact where
+# the motion turns (2.8 px at the reversal, within 0.9 px elsewhere; the attention 0.3)
+@pytest.mark.parametrize(("light", "within_px"), [(False, 2.0), (True, 3.5)])
+def test_fast_move_is_followed_without_lag(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, light: bool, within_px: float
+) -> None:
     """The photo moves 40 px per frame right, then left, then back; one track throughout."""
     offsets = [0] * 5 + [*range(40, 201, 40), *range(160, -161, -40), *range(-120, 1, 40)]
     offsets += [0] * 5
-    snaps = run(Tracker(analyzer), [shifted(astronaut, x) for x in offsets])
+    models = analyzer if light else dataclasses.replace(analyzer, light_models=None)
+    snaps = run(Tracker(models), [shifted(astronaut, x) for x in offsets])
     assert all(len(frame) == 1 for frame in snaps)
     assert len({frame[0].track_id for frame in snaps}) == 1
     home = snaps[0][0].centre
     followed = [frame[0].centre[0] - home[0] - x for frame, x in zip(snaps, offsets, strict=True)]
-    assert np.abs(followed).max() < 2.0, "the raw landmarks did not follow the face"
+    assert np.abs(followed).max() < within_px, "the raw landmarks did not follow the face"
     lags = np.array([lag(frame[0]) for frame in snaps])
     moving = lags[5:-5]
     assert lags.max() < 0.12, f"worst smoothed lag {lags.max():.3f} IOD"

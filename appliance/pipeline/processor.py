@@ -30,7 +30,7 @@ from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
-from appliance.vision.face_pool import ALONE, FacePool
+from appliance.vision.face_pool import ALONE, CALLER, FacePool
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
@@ -67,8 +67,11 @@ class FrameProcessor:
         self.labeler = labeler
         self.identity = identity
         self.pool = FacePool()
+        # loaded now, not on the first (small) face's frame
         if self.pool.parallel:
-            analyzer.landmarks_on(ALONE)  # loaded now, not on the first face's frame
+            analyzer.landmarks_on(ALONE)
+            analyzer.light_on(ALONE)
+        analyzer.light_on(CALLER)
         self.tracker = Tracker(
             analyzer,
             pool=self.pool,
@@ -106,14 +109,20 @@ class FrameProcessor:
 
     @property
     def quality(self) -> QualityLevel:
-        """The blend, detection interval and processing height in use."""
-        return QualityLevel(self.swapper.settings.blend, self.redetect_every, self.max_height)
+        """The blend, detection interval, landmark models and processing height in use."""
+        return QualityLevel(
+            self.swapper.settings.blend,
+            self.redetect_every,
+            self.max_height,
+            light_landmarks=self.tracker.light,
+        )
 
     def set_quality(self, level: QualityLevel) -> None:
         """Use ``level`` from the next frame on (call between frames)."""
         if level.blend != self.swapper.settings.blend:
             self.swapper.settings = self.swapper.settings.model_copy(update={"blend": level.blend})
         self.redetect_every = level.redetect_every
+        self.tracker.light = level.light_landmarks
         if level.max_height != self.max_height:
             self.max_height = level.max_height
             self.reset()  # landmarks were in the other resolution's pixels

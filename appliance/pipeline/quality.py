@@ -3,7 +3,9 @@
 Level 0 is the configured quality. Each further level keeps the previous
 level's savings and adds one: Poisson blending becomes the feathered blend
 (only when Poisson was configured), then full detection runs half as often,
-then frames are processed at 720 and then 540 lines (only steps below the
+then every face gets the light landmarks (FaceMesh v1 and the iris model,
+about half the attention model's cost: ``vision.light_landmarks``), then
+frames are processed at 720 and then 540 lines (only steps below the
 input's own height). Steps that would change nothing are left out.
 """
 
@@ -29,6 +31,7 @@ class QualityLevel:
     redetect_every: int
     max_height: int | None = None
     name: str = "full quality"
+    light_landmarks: bool = False  # every face on the light landmark models
 
 
 def build_ladder(blend: Blend, redetect_every: int, input_height: int) -> list[QualityLevel]:
@@ -40,6 +43,8 @@ def build_ladder(blend: Blend, redetect_every: int, input_height: int) -> list[Q
         ladder.append(level)
     every = redetect_every * DETECT_INTERVAL_FACTOR
     level = dataclasses.replace(level, redetect_every=every, name=f"detect every {every} frames")
+    ladder.append(level)
+    level = dataclasses.replace(level, light_landmarks=True, name="light landmarks")
     ladder.append(level)
     for height in PROCESSING_HEIGHTS:
         if input_height > height:

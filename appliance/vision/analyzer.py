@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from appliance.inference.base import Backend, Threaded
+from appliance.errors import ModelHashError, ModelMissingError
+from appliance.inference.base import Backend, Model, Threaded
 from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
 from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
 from appliance.vision.hands import Hand, LazyHands
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
+from appliance.vision.light_landmarks import LightLandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
 from appliance.vision.tile_scan import TileScan, merge
 from appliance.vision.types import Detection, FaceLandmarks
@@ -23,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 VERIFY_CONTEXT = 2.2  # verifier crop side, in face-box sizes
 VERIFY_MIN_SCORE = 0.5
+LIGHT_MESH_MODEL = "face_landmarks_v1"
+LIGHT_IRIS_MODEL = "iris_landmarks"
 WIDE_THREADS = 4  # a lone face's landmark interpreter: at most this many threads
 
 
@@ -61,8 +66,11 @@ class FaceAnalyzer:
     backend: Backend | None = None  # to load a landmark model per extra worker thread
     tiles: TileScan | None = None  # small faces: the full-range model over tiles, in turn
     hands: LazyHands | None = None  # hands in identity photos (loaded on first use)
+    # FaceMesh v1 and the iris model (``light_landmarks``); None: every face gets the full one
+    light_models: tuple[Path, Path] | None = None
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
+    _light: dict[int, LightLandmarkModel] = field(default_factory=dict, repr=False)
 
     def landmarks_on(self, worker: int) -> LandmarkModel:
         """The landmark model of pool worker ``worker`` (see ``face_pool``).
@@ -94,6 +102,25 @@ class FaceAnalyzer:
                 self._lone = LandmarkModel(base.with_threads(threads))
         return self._lone
 
+    def light_on(self, worker: int) -> LightLandmarkModel | None:
+        """The light landmark models of pool worker ``worker`` (its own interpreters, as in
+        ``landmarks_on``; a lone face's with a thread per usable CPU), or None without them."""
+        if self.light_models is None or self.backend is None:
+            return None
+        model = self._light.get(worker)
+        if model is None:
+            threads = min(usable_cpus(), WIDE_THREADS) if worker == ALONE else 1
+            mesh, iris = (self._load(path, threads) for path in self.light_models)
+            model = self._light[worker] = LightLandmarkModel(mesh, iris)
+        return model
+
+    def _load(self, path: Path, threads: int) -> Model:
+        assert self.backend is not None
+        model = self.backend.load(path)
+        if threads > 1 and isinstance(model, Threaded):
+            return model.with_threads(threads)
+        return model
+
     def hands_in(self, image: npt.NDArray[np.uint8]) -> list[Hand]:
         """The hands in a photo (identity photos only); none without the hand models."""
         return [] if self.hands is None else self.hands.find(image)
@@ -122,7 +149,8 @@ class FaceAnalyzer:
         full = backend.load(store.path("face_detector_full"))
         verifier = FaceVerifier(FaceDetector(full, "full", 0.3, 4)) if verify else None
         tiles = TileScan(FaceDetector(full, "full", None, max_faces))
-        return cls(detector, landmarks, verifier, backend, tiles, LazyHands(store, backend))
+        hands = LazyHands(store, backend)
+        return cls(detector, landmarks, verifier, backend, tiles, hands, _light_models(store))
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""
@@ -152,6 +180,15 @@ class FaceAnalyzer:
         """Every confirmed face with usable landmarks, largest first."""
         faces = [f for d in self.detect(image) if (f := self.landmarks_for(image, d, refine))]
         return sorted(faces, key=lambda f: -f.roi.size)
+
+
+def _light_models(store: ModelStore) -> tuple[Path, Path] | None:
+    """The light landmarks' model files, or None (said once) when the store lacks them."""
+    try:
+        return store.path(LIGHT_MESH_MODEL), store.path(LIGHT_IRIS_MODEL)
+    except (ModelMissingError, ModelHashError) as exc:
+        logger.warning("small faces get the full landmark model (slower): %s", exc)
+        return None
 
 
 def decode_image(data: bytes) -> npt.NDArray[np.uint8] | None:

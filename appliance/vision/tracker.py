@@ -40,6 +40,7 @@ from appliance.vision.detect_ahead import DetectAhead
 from appliance.vision.face_pool import ALONE, FacePool
 from appliance.vision.face_state import FaceState
 from appliance.vision.landmarks import PRESENCE_THRESHOLD
+from appliance.vision.light_landmarks import wants_light
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
 from appliance.vision.types import Detection, FaceLandmarks, FloatArray, Roi
@@ -166,6 +167,7 @@ class Tracker:
         copy = analyzer.detector_copy() if ahead else None
         self._ahead = DetectAhead(copy) if copy is not None else None
         self.detect_every = detect_every  # may be changed at run time
+        self.light = False  # every face on the light landmarks (the ladder); changed at run time
         self.policy: Policy = policy
         self.max_faces = max_faces
         self.smoothing = smoothing or OneEuroParams()
@@ -232,7 +234,9 @@ class Tracker:
     def _follow(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
         """Each track's landmarks, from a crop around its previous raw landmarks."""
         start = time.perf_counter()
-        faces = self.pool.map(lambda w, t: self._landmarks(image, t.next_roi(), w), self._tracks)
+        faces = self.pool.map(
+            lambda w, t: self._landmarks(image, t.next_roi(), w, t.raw), self._tracks
+        )
         add_stage_ms(timings, "landmarks", start)
         return faces
 
@@ -324,23 +328,34 @@ class Tracker:
     ) -> _Candidate | None:
         """The track's followed landmarks when present, else landmarks from the detection."""
         if face is None or face.presence < self.presence_threshold:
-            face = self._landmarks(image, roi_from_detection(det))
+            before = None if track is None else track.raw
+            face = self._landmarks(image, roi_from_detection(det), before=before)
         if face.presence < self.presence_threshold:
             return None
         return _Candidate(track, face)
 
-    def _landmarks(self, image: Image, roi: Roi, worker: int = ALONE) -> FaceLandmarks:
+    def _landmarks(
+        self, image: Image, roi: Roi, worker: int = ALONE, before: FaceLandmarks | None = None
+    ) -> FaceLandmarks:
         """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
-        centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks."""
-        model = self.analyzer.landmarks_on(worker)
-        face = model.run(image, roi)
+        centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks.
+        ``before``: the face's raw landmarks of the frame before, if it is followed. Small
+        faces (and every face on the ladder's light level) get the light landmarks."""
+        light = self.analyzer.light_on(worker) if wants_light(roi, before, self.light) else None
+
+        def run(crop: Roi) -> FaceLandmarks:
+            if light is not None:
+                return light.run(image, crop, before)
+            return self.analyzer.landmarks_on(worker).run(image, crop)
+
+        face = run(roi)
         if face.presence < self.presence_threshold:
             return face
         centred = roi_from_landmarks(face.points)
         if math.hypot(centred.cx - roi.cx, centred.cy - roi.cy) <= RECROP_OFFSET * roi.size:
             return face
         self.recrops += 1
-        again = model.run(image, centred)
+        again = run(centred)
         return again if again.presence >= self.presence_threshold else face
 
     def _select(self, candidates: list[_Candidate]) -> list[_Candidate]:

@@ -44,6 +44,10 @@ class FaceLandmarks:
     points: FloatArray  # (478, 3)
     presence: float
     roi: Roi
+    light: bool = False  # from the light landmark models (``light_landmarks``)
+    # with ``light``: the eye (0: points 468-472, 1: 473-477) whose iris model ran on this
+    # frame, the other carried over from the frame before; None: both ran
+    fresh_eye: int | None = None
 
     @property
     def xy(self) -> FloatArray:

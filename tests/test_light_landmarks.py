@@ -1,0 +1,188 @@
+"""Light landmarks (FaceMesh v1 + MediaPipe Iris) on real photos: the 478-point layout the
+attention model gives, irises that move with the eyes, one eye refreshed a frame in turn,
+and the tracker's choice between the two models (small faces, the ladder's light level).
+Nothing here is timed (the cost is in `mirror bench`)."""
+
+from __future__ import annotations
+
+import logging
+
+import cv2
+import numpy as np
+import pytest
+
+from appliance.modelstore import ModelStore
+from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer
+from appliance.vision.face_pool import CALLER
+from appliance.vision.light_landmarks import (
+    _EYES,
+    LIGHT_BELOW_PX,
+    LightLandmarkModel,
+    wants_light,
+)
+from appliance.vision.roi import roi_from_landmarks
+from appliance.vision.tracker import Tracker, inter_ocular
+from appliance.vision.types import FaceLandmarks, Roi
+
+FRAME_NS = 33_333_333
+IRISES = (468, 473)
+
+
+def _light(analyzer: FaceAnalyzer) -> LightLandmarkModel:
+    model = analyzer.light_on(CALLER)
+    assert model is not None, "the light landmark models are in the store"
+    return model
+
+
+def _scaled(image: np.ndarray, factor: float) -> np.ndarray:
+    return np.asarray(cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA))
+
+
+def _errors(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per point, the distance between two 478-point meshes in inter-ocular distances."""
+    return np.asarray(np.linalg.norm(a[:, :2] - b[:, :2], axis=1) / inter_ocular(a))
+
+
+@pytest.mark.parametrize("factor", [1.0, 0.5])
+def test_light_landmarks_match_the_attention_model(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, grace_hopper: np.ndarray, factor: float
+) -> None:
+    for photo in (astronaut, grace_hopper):
+        image = _scaled(photo, factor)
+        full = analyzer.analyze(image)[0]
+        roi = roi_from_landmarks(full.points)
+        light = _light(analyzer).run(image, roi)
+        assert light.light and light.fresh_eye is None and light.presence > 0.9
+        assert light.points.shape == (478, 3)
+        err = _errors(full.points, light.points)
+        assert err[:468].mean() < 0.04, f"mesh {err[:468].mean():.3f} IOD from the attention's"
+        # the iris centres first, their rings in the same order as the attention model's
+        assert err[468:].max() < 0.04, f"irises {np.round(err[468:], 3)}"
+        for centre in IRISES:
+            ring = light.points[centre + 1 : centre + 5, :2] - light.points[centre, :2]
+            radius = np.linalg.norm(ring, axis=1)
+            assert 0.05 < radius.mean() / inter_ocular(light.points) < 0.15
+        assert np.corrcoef(full.points[:468, 2], light.points[:468, 2])[0, 1] > 0.95
+
+
+def test_irises_follow_the_eyes_not_the_face(analyzer: FaceAnalyzer, astronaut: np.ndarray) -> None:
+    """The iris model sees where the eye looks: the photo's irises moved sideways inside
+    still eye corners (the pixels around each iris shifted) move the light landmarks' iris
+    centres with them, as far as they move the attention model's, and not the corners."""
+    image = astronaut.copy()
+    roi = roi_from_landmarks(analyzer.analyze(image)[0].points)
+    light, full = _light(analyzer), analyzer.landmarks
+    before, before_full = light.run(image, roi), full.run(image, roi)
+    shift = 0.06 * inter_ocular(before.points)  # about an eighth of an eye's width
+    moved = image.copy()
+    for centre in IRISES:
+        x, y = before.points[centre, :2]
+        r = int(np.linalg.norm(before.points[centre + 1, :2] - before.points[centre, :2]) * 1.3)
+        x0, y0 = int(x) - r, int(y) - r
+        patch = image[y0 : y0 + 2 * r, x0 : x0 + 2 * r]
+        matrix = np.float32([[1, 0, shift], [0, 1, 0]])
+        shifted = cv2.warpAffine(patch, matrix, patch.shape[1::-1], borderMode=cv2.BORDER_REFLECT)
+        disc = np.zeros(patch.shape[:2], np.uint8)
+        cv2.circle(disc, (r, r), int(r * 0.8), 255, -1)
+        moved[y0 : y0 + 2 * r, x0 : x0 + 2 * r][disc > 0] = shifted[disc > 0]
+    after, after_full = light.run(moved, roi), full.run(moved, roi)
+    for centre in IRISES:
+        dx = float(after.points[centre, 0] - before.points[centre, 0])
+        dx_full = float(after_full.points[centre, 0] - before_full.points[centre, 0])
+        assert dx > 0.3 * shift, f"iris {centre} moved {dx:.2f} px of {shift:.2f}"
+        assert dx > 0.8 * dx_full, f"iris {centre}: {dx:.2f} px, the attention's {dx_full:.2f}"
+    corners = [33, 133, 362, 263]
+    assert _errors(before.points, after.points)[corners].max() < 0.03
+
+
+def test_one_eye_a_frame_in_turn_the_other_carried_with_the_face(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray
+) -> None:
+    """Followed, the iris model runs on one eye a frame, in turn; the other eye's points
+    come from the frame before, moved with the face, close to a fresh look at it."""
+    model = _light(analyzer)
+    first = analyzer.analyze(astronaut)[0]
+    roi = roi_from_landmarks(first.points)
+    before: FaceLandmarks | None = None
+    fresh_eyes = []
+    for step in range(6):
+        shift = 3.0 * step  # the face moves 3 px a frame
+        image = cv2.warpAffine(
+            astronaut,
+            np.float32([[1, 0, shift], [0, 1, 0]]),
+            astronaut.shape[1::-1],
+            borderMode=cv2.BORDER_REPLICATE,
+        )
+        crop = Roi(roi.cx + shift, roi.cy, roi.size, roi.angle)
+        face = model.run(image, crop, before)
+        fresh_eyes.append(face.fresh_eye)
+        if before is not None:
+            both = model.run(image, crop)  # both eyes looked at on this frame
+            carried = _EYES[1 - (face.fresh_eye or 0)].indices
+            err = _errors(both.points, face.points)
+            assert err[carried].max() < 0.03, f"carried eye off by {err[carried].max():.3f} IOD"
+        before = face
+    assert fresh_eyes == [None, 0, 1, 0, 1, 0]
+
+
+def test_eye_tables_cover_each_eye_once() -> None:
+    right, left = (set(eye.region) for eye in _EYES)
+    assert len(right) == len(left) == 71 and not right & left
+    assert {33, 133} <= right and {362, 263} <= left
+    assert all(i < 468 for i in right | left)
+
+
+def test_the_tracker_gives_small_faces_the_light_landmarks(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray
+) -> None:
+    big = _scaled(astronaut, 2.0)  # its crop is about 320 px
+    for image, light in ((astronaut, True), (big, False)):
+        tracker = Tracker(analyzer)
+        for i in range(3):
+            tracks = tracker.update(image, i * FRAME_NS)
+        (track,) = tracks
+        assert track.raw.light is light, f"crop {track.raw.roi.size:.0f} px"
+        assert (track.raw.roi.size < LIGHT_BELOW_PX) is light
+    everyone = Tracker(analyzer)
+    everyone.light = True  # the ladder's light level
+    for i in range(3):
+        (track,) = everyone.update(big, i * FRAME_NS)
+    assert track.raw.light and track.raw.fresh_eye in (0, 1)
+
+
+def test_switching_models_has_a_margin() -> None:
+    points = np.zeros((478, 3), np.float32)
+    light = FaceLandmarks(points, 1.0, Roi(0, 0, 180, 0), light=True)
+    full = FaceLandmarks(points, 1.0, Roi(0, 0, 180, 0))
+    edge = Roi(0, 0, LIGHT_BELOW_PX * 1.1, 0)
+    assert wants_light(Roi(0, 0, LIGHT_BELOW_PX - 1, 0), None)
+    assert wants_light(edge, light) and not wants_light(edge, full)
+    assert not wants_light(Roi(0, 0, LIGHT_BELOW_PX * 1.2, 0), light)
+    assert wants_light(Roi(0, 0, 1000, 0), full, everyone=True)
+
+
+def test_a_store_without_the_light_models_uses_the_full_one(
+    tmp_path: object,
+    store: ModelStore,
+    astronaut: np.ndarray,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from appliance.errors import ModelMissingError
+    from appliance.inference.litert import LiteRTBackend
+
+    real_path = store.path
+
+    def path(name: str) -> object:
+        if name == LIGHT_IRIS_MODEL:
+            raise ModelMissingError(f"{name} is not in the model cache")
+        return real_path(name)
+
+    monkeypatch.setattr(store, "path", path)
+    with caplog.at_level(logging.WARNING):
+        analyzer = FaceAnalyzer.from_store(store, LiteRTBackend())
+    assert analyzer.light_models is None and analyzer.light_on(CALLER) is None
+    assert "small faces get the full landmark model" in caplog.text
+    tracker = Tracker(analyzer)
+    (track,) = tracker.update(astronaut, 0)
+    assert not track.raw.light
