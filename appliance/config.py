@@ -104,6 +104,11 @@ class DetectorSettings(_Frozen):
     )
     min_score: float = Field(0.5, gt=0.0, lt=1.0, description="Detection score threshold.")
     max_faces: int = Field(4, ge=1, le=16, description="At most this many faces per frame.")
+    landmarks: Literal["auto", "full", "light"] = Field(
+        "auto",
+        description="auto: the full landmark model, the light one (FaceMesh v1 + iris) for small"
+        " faces, on one CPU and on the degrade ladder; full: never the light one; light: always.",
+    )
 
 
 class PipelineSettings(_Frozen):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from appliance.modelstore import ModelStore
-from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer
+from appliance.vision import analyzer as analyzer_module
+from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
 from appliance.vision.face_pool import CALLER
 from appliance.vision.light_landmarks import (
     _EYES,
@@ -186,3 +187,33 @@ def test_a_store_without_the_light_models_uses_the_full_one(
     tracker = Tracker(analyzer)
     (track,) = tracker.update(astronaut, 0)
     assert not track.raw.light
+
+
+# (settings.detector.landmarks, usable CPUs, light models loaded, every face light)
+CHOICES: list[tuple[LandmarkChoice, int, bool, bool]] = [
+    ("auto", 2, True, False),
+    ("auto", 1, True, True),  # one CPU: the attention model has no second thread
+    ("full", 1, False, False),
+    ("light", 4, True, True),
+]
+
+
+@pytest.mark.parametrize("case", CHOICES)
+def test_the_landmarks_setting_chooses_the_models(
+    store: ModelStore,
+    astronaut: np.ndarray,
+    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[LandmarkChoice, int, bool, bool],
+) -> None:
+    from appliance.inference.litert import LiteRTBackend
+
+    choice, cpus, models, always = case
+    monkeypatch.setattr(analyzer_module, "usable_cpus", lambda: cpus)
+    analyzer = FaceAnalyzer.from_store(store, LiteRTBackend(), landmarks=choice)
+    assert (analyzer.light_models is not None) is models and analyzer.light_always is always
+    big = _scaled(astronaut, 2.0)  # a 320 px crop: the full model unless always light
+    for image, small in ((big, False), (astronaut, True)):
+        tracker = Tracker(analyzer)
+        (track,) = tracker.update(image, 0)
+        (track,) = tracker.update(image, FRAME_NS)
+        assert track.raw.light is (always or (small and models))

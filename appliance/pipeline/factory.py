@@ -49,6 +49,7 @@ def build_analyzer(
         kind=settings.detector.model,
         min_score=settings.detector.min_score,
         max_faces=settings.detector.max_faces,
+        landmarks=settings.detector.landmarks,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -29,6 +30,7 @@ VERIFY_MIN_SCORE = 0.5
 LIGHT_MESH_MODEL = "face_landmarks_v1"
 LIGHT_IRIS_MODEL = "iris_landmarks"
 WIDE_THREADS = 4  # a lone face's landmark interpreter: at most this many threads
+LandmarkChoice = Literal["auto", "full", "light"]  # settings.detector.landmarks
 
 
 class FaceVerifier:
@@ -68,6 +70,7 @@ class FaceAnalyzer:
     hands: LazyHands | None = None  # hands in identity photos (loaded on first use)
     # FaceMesh v1 and the iris model (``light_landmarks``); None: every face gets the full one
     light_models: tuple[Path, Path] | None = None
+    light_always: bool = False  # every face on the light models (see ``from_store``)
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
     _light: dict[int, LightLandmarkModel] = field(default_factory=dict, repr=False)
@@ -142,15 +145,24 @@ class FaceAnalyzer:
         min_score: float | None = None,
         max_faces: int = 4,
         verify: bool = True,
+        landmarks: LandmarkChoice = "auto",
     ) -> FaceAnalyzer:
+        """The analyzer of the store's models on ``backend``. ``landmarks``: ``full`` never
+        uses the light landmark models, ``light`` always does, ``auto`` for small faces (and
+        the degrade ladder's level) and for every face when the process has one CPU: there
+        the attention model cannot run on two threads, and costs three times the light one."""
         name = "face_detector_short" if kind == "short" else "face_detector_full"
         detector = FaceDetector(backend.load(store.path(name)), kind, min_score, max_faces)
-        landmarks = LandmarkModel(backend.load(store.path("face_landmarks")))
+        mesh = LandmarkModel(backend.load(store.path("face_landmarks")))
         full = backend.load(store.path("face_detector_full"))
         verifier = FaceVerifier(FaceDetector(full, "full", 0.3, 4)) if verify else None
         tiles = TileScan(FaceDetector(full, "full", None, max_faces))
         hands = LazyHands(store, backend)
-        return cls(detector, landmarks, verifier, backend, tiles, hands, _light_models(store))
+        light = None if landmarks == "full" else _light_models(store)
+        always = light is not None and (
+            landmarks == "light" or (landmarks == "auto" and usable_cpus() == 1)
+        )
+        return cls(detector, mesh, verifier, backend, tiles, hands, light, always)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

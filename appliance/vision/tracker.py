@@ -340,8 +340,10 @@ class Tracker:
         """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
         centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks.
         ``before``: the face's raw landmarks of the frame before, if it is followed. Small
-        faces (and every face on the ladder's light level) get the light landmarks."""
-        light = self.analyzer.light_on(worker) if wants_light(roi, before, self.light) else None
+        faces, and every face on the ladder's light level or on one CPU (the analyzer's
+        ``light_always``), get the light landmarks."""
+        everyone = self.light or self.analyzer.light_always
+        light = self.analyzer.light_on(worker) if wants_light(roi, before, everyone) else None
 
         def run(crop: Roi) -> FaceLandmarks:
             if light is not None:
