@@ -116,6 +116,11 @@ def test_quality_ladder_steps_follow_the_configuration_and_input() -> None:
         ("feather", 10, True, None),
     ]
     assert [q.max_height for q in build_ladder("feather", 3, 720)] == [None, None, None, 540]
+    # every face on the light landmarks already (one CPU): no step that changes nothing
+    one_cpu = build_ladder("feather", 5, 720, light_landmarks=True)
+    names = ["full quality", "detect every 10 frames", "processing at 540p"]
+    assert [q.name for q in one_cpu] == names
+    assert all(q.light_landmarks for q in one_cpu)
 
 
 def test_idle_gate_halves_the_rate_and_wakes_within_two_frames() -> None:

@@ -120,7 +120,7 @@ class AdaptiveController:
 
     def _build(self, height: int) -> None:
         base = self.processor.quality
-        self.levels = build_ladder(base.blend, base.redetect_every, height)
+        self.levels = build_ladder(base.blend, base.redetect_every, height, base.light_landmarks)
         self._ladder = DegradeLadder(
             len(self.levels), self.settings.target_fps, self._timing, now_ns=self._clock()
         )

@@ -114,7 +114,7 @@ class FrameProcessor:
             self.swapper.settings.blend,
             self.redetect_every,
             self.max_height,
-            light_landmarks=self.tracker.light,
+            light_landmarks=self.tracker.light or self.analyzer.light_always,
         )
 
     def set_quality(self, level: QualityLevel) -> None:

@@ -34,9 +34,12 @@ class QualityLevel:
     light_landmarks: bool = False  # every face on the light landmark models
 
 
-def build_ladder(blend: Blend, redetect_every: int, input_height: int) -> list[QualityLevel]:
-    """The ladder for a configuration and an input height, best quality first."""
-    level = QualityLevel(blend, redetect_every)
+def build_ladder(
+    blend: Blend, redetect_every: int, input_height: int, light_landmarks: bool = False
+) -> list[QualityLevel]:
+    """The ladder for a configuration and an input height, best quality first;
+    ``light_landmarks``: every face is on the light landmarks already (one CPU)."""
+    level = QualityLevel(blend, redetect_every, light_landmarks=light_landmarks)
     ladder = [level]
     if blend == "poisson":
         level = dataclasses.replace(level, blend="feather", name="feathered blend")
@@ -44,8 +47,9 @@ def build_ladder(blend: Blend, redetect_every: int, input_height: int) -> list[Q
     every = redetect_every * DETECT_INTERVAL_FACTOR
     level = dataclasses.replace(level, redetect_every=every, name=f"detect every {every} frames")
     ladder.append(level)
-    level = dataclasses.replace(level, light_landmarks=True, name="light landmarks")
-    ladder.append(level)
+    if not light_landmarks:
+        level = dataclasses.replace(level, light_landmarks=True, name="light landmarks")
+        ladder.append(level)
     for height in PROCESSING_HEIGHTS:
         if input_height > height:
             level = dataclasses.replace(level, max_height=height, name=f"processing at {height}p")
