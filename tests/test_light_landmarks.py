@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from appliance.modelstore import ModelStore
+from appliance.tools.real_variants import FAR_FACE_PX, FAR_SIZE, _background, far_frame
 from appliance.vision import analyzer as analyzer_module
 from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
 from appliance.vision.face_pool import CALLER
@@ -21,9 +22,11 @@ from appliance.vision.light_landmarks import (
     LightLandmarkModel,
     wants_light,
 )
+from appliance.vision.liveness import LivenessGate
 from appliance.vision.roi import roi_from_landmarks
 from appliance.vision.tracker import Tracker, inter_ocular
 from appliance.vision.types import FaceLandmarks, Roi
+from tests.conftest import media_frames
 
 FRAME_NS = 33_333_333
 IRISES = (468, 473)
@@ -217,3 +220,40 @@ def test_the_landmarks_setting_chooses_the_models(
         (track,) = tracker.update(image, 0)
         (track,) = tracker.update(image, FRAME_NS)
         assert track.raw.light is (always or (small and models))
+
+
+def test_a_face_the_liveness_gate_waits_for_keeps_the_full_model(analyzer: FaceAnalyzer) -> None:
+    """A visitor at the back of the room (an 80 px face: light by its size) blinks once,
+    for one frame, at 1.67 s. The light landmarks see that blink at 0.48 of the open eyes'
+    signal (a blink counts below 0.4): on them the gate is still waiting 3 s in. Watched
+    (the processor's liveness stage), the face keeps the full model until it is LIVE,
+    which it is at that blink, and gets the light landmarks after."""
+    frames = media_frames("expressive_woman_long.mp4", 90)
+    face_px = float(np.ptp(analyzer.analyze(frames[0])[0].points[:468, 1]))
+    background = _background(FAR_SIZE, seed=3)
+    far = [far_frame(f, FAR_FACE_PX / face_px, background) for f in frames]
+    for watched in (False, True):
+        tracker, gate = Tracker(analyzer), LivenessGate("blink")
+        if watched:
+            tracker.watching = gate.watching
+        live_at, light = None, []
+        for i, image in enumerate(far):
+            stamp = round(i * 1e9 / 30)
+            tracks = tracker.update(image, stamp)
+            gate.update({t.track_id: t.raw.points for t in tracks}, FAR_SIZE, stamp)
+            (track,) = tracks
+            light.append(track.raw.light)
+            if live_at is None and gate.is_live(track.track_id):
+                live_at = i
+        if not watched:
+            assert live_at is None and all(light)
+        else:
+            assert live_at is not None and 1.6 < live_at / 30 < 1.8
+            assert not any(light[: live_at + 1]) and all(light[live_at + 2 :])
+
+
+def test_the_gate_watches_faces_until_they_are_live() -> None:
+    off = LivenessGate("off")
+    assert not off.watching(None) and not off.watching(3)
+    gate = LivenessGate("blink")
+    assert gate.watching(None) and gate.watching(3)  # new, and not seen yet

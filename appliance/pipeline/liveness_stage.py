@@ -68,6 +68,11 @@ class LivenessStage:
         add_stage_ms(timings, "liveness", start)
         return [t for t in tracks if gate.is_live(t.track_id)]
 
+    def watching(self, track_id: int | None) -> bool:
+        """Whether the gate (if any) still waits for this face to show it is live
+        (``LivenessGate.watching``): the tracker gives it the full landmark model."""
+        return self.gate is not None and self.gate.watching(track_id)
+
     def draw_prompt(self, image: Image) -> None:
         """Draw the prompt into ``image`` (a frame showing an unverified face)."""
         if self.prompt is not None:

@@ -83,6 +83,7 @@ class FrameProcessor:
         self.max_height: int | None = None  # process frames taller than this scaled down
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
         self.liveness = LivenessStage(liveness, labeler)
+        self.tracker.watching = self.liveness.watching  # faces not yet LIVE: full landmarks
 
     @property
     def max_faces(self) -> int:

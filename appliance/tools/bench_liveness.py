@@ -190,6 +190,7 @@ def follow_timed(
     """Each (seconds, image) through the tracker and a ``LivenessGate``."""
     tracker = Tracker(analyzer, detect_every=REDETECT_EVERY)
     gate = LivenessGate(mode)
+    tracker.watching = gate.watching  # as the processor's liveness stage sets it
     out = Followed()
     for t_s, image in frames:
         out.frames += 1

@@ -145,9 +145,12 @@ class LightLandmarkModel:
 
     The iris model costs about what the mesh does, per eye. With the face's
     landmarks of the frame before (``before``), it runs on one eye a frame, in
-    turn; the other eye's points are carried over from ``before``, moved with
-    the rest of the face (a similarity fit of the mesh outside both eyes), so
-    each eye is at most one frame old.
+    turn. The other eye keeps what the iris model last made of it, as a
+    correction to the mesh's own eye points (the mesh's eye this frame plus
+    the iris model's offset from it last frame): its lids still follow this
+    frame (a blink a frame long closes both eyes), its iris moves with its
+    corners. From an attention-model frame (no mesh of its own to correct),
+    the eye is carried with the rest of the face (a similarity fit).
     """
 
     def __init__(self, mesh: Model, iris: Model) -> None:
@@ -171,14 +174,21 @@ class LightLandmarkModel:
         points[:MESH_POINTS] = _to_image(outputs[self._mesh_index].reshape(-1, 3), roi, size)
         if presence < PRESENCE_THRESHOLD:
             return FaceLandmarks(points=points, presence=presence, roi=roi, light=True)
+        unrefined = points[:MESH_POINTS].copy()
         fresh: int | None = None
         if before is not None and before.presence >= PRESENCE_THRESHOLD:
             fresh = 0 if before.fresh_eye is None else 1 - before.fresh_eye
-            _carry(points, before.points, _EYES[1 - fresh].indices)
+            stale = _EYES[1 - fresh]
+            if before.unrefined is not None:
+                _keep_correction(points, before, before.unrefined, stale)
+            else:
+                _carry(points, before.points, stale.indices)
         for number, eye in enumerate(_EYES):
             if fresh is None or number == fresh:
                 self._refine_eye(image, points, eye)
-        return FaceLandmarks(points, presence, roi, light=True, fresh_eye=fresh)
+        return FaceLandmarks(
+            points, presence, roi, light=True, fresh_eye=fresh, unrefined=unrefined
+        )
 
     def _refine_eye(self, image: npt.NDArray[np.uint8], points: FloatArray, eye: _Eye) -> None:
         """The eye's region points and its iris, in place, from the iris model."""
@@ -197,6 +207,20 @@ class LightLandmarkModel:
         irises = slice(eye.iris_at, eye.iris_at + IRIS_POINTS)
         points[irises] = iris
         points[irises, 2] = eye_z
+
+
+def _keep_correction(
+    points: FloatArray, before: FaceLandmarks, unrefined: FloatArray, eye: _Eye
+) -> None:
+    """The eye's region (in place): this frame's mesh plus the iris model's correction to
+    the mesh of the frame before; its iris moved as its corners moved."""
+    region = list(eye.region)
+    points[region, :2] += before.points[region, :2] - unrefined[region, :2]
+    corners = [eye.a, eye.b]
+    shift = (points[corners, :2] - before.points[corners, :2]).mean(axis=0)
+    irises = slice(eye.iris_at, eye.iris_at + IRIS_POINTS)
+    points[irises, :2] = before.points[irises, :2] + shift
+    points[irises, 2] = points[corners, 2].mean()
 
 
 # the mesh outside both eyes' regions: what the carried eye moves with

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -90,6 +91,10 @@ def centre_distance(det: Detection, centre: tuple[float, float], side: float) ->
     """Distance of a detection from a face centre, in face sizes (the larger of the two)."""
     cx, cy = box_centre(det.box)
     return math.hypot(cx - centre[0], cy - centre[1]) / max(side, box_side(det.box), 1.0)
+
+
+def _nobody(track_id: int | None) -> bool:
+    return False
 
 
 @dataclass
@@ -168,6 +173,9 @@ class Tracker:
         self._ahead = DetectAhead(copy) if copy is not None else None
         self.detect_every = detect_every  # may be changed at run time
         self.light = False  # every face on the light landmarks (the ladder); changed at run time
+        # whether a face (by track id; None: a new face) is watched for liveness: such a face
+        # gets the full landmark model whatever its size (the processor's liveness stage)
+        self.watching: Callable[[int | None], bool] = _nobody
         self.policy: Policy = policy
         self.max_faces = max_faces
         self.smoothing = smoothing or OneEuroParams()
@@ -235,7 +243,8 @@ class Tracker:
         """Each track's landmarks, from a crop around its previous raw landmarks."""
         start = time.perf_counter()
         faces = self.pool.map(
-            lambda w, t: self._landmarks(image, t.next_roi(), w, t.raw), self._tracks
+            lambda w, t: self._landmarks(image, t.next_roi(), w, t.raw, self.watching(t.track_id)),
+            self._tracks,
         )
         add_stage_ms(timings, "landmarks", start)
         return faces
@@ -328,22 +337,30 @@ class Tracker:
     ) -> _Candidate | None:
         """The track's followed landmarks when present, else landmarks from the detection."""
         if face is None or face.presence < self.presence_threshold:
-            before = None if track is None else track.raw
-            face = self._landmarks(image, roi_from_detection(det), before=before)
+            before, track_id = (None, None) if track is None else (track.raw, track.track_id)
+            roi = roi_from_detection(det)
+            face = self._landmarks(image, roi, before=before, watched=self.watching(track_id))
         if face.presence < self.presence_threshold:
             return None
         return _Candidate(track, face)
 
     def _landmarks(
-        self, image: Image, roi: Roi, worker: int = ALONE, before: FaceLandmarks | None = None
+        self,
+        image: Image,
+        roi: Roi,
+        worker: int = ALONE,
+        before: FaceLandmarks | None = None,
+        watched: bool = False,
     ) -> FaceLandmarks:
         """Landmarks from the crop ``roi``, run again on a centred crop when the face was off
         centre (a fast move, a wrong prediction): off-centre crops give skewed landmarks.
         ``before``: the face's raw landmarks of the frame before, if it is followed. Small
         faces, and every face on the ladder's light level or on one CPU (the analyzer's
-        ``light_always``), get the light landmarks."""
+        ``light_always``), get the light landmarks, unless ``watched`` for liveness."""
         everyone = self.light or self.analyzer.light_always
-        light = self.analyzer.light_on(worker) if wants_light(roi, before, everyone) else None
+        light = None
+        if not watched and wants_light(roi, before, everyone):
+            light = self.analyzer.light_on(worker)
 
         def run(crop: Roi) -> FaceLandmarks:
             if light is not None:

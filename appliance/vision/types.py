@@ -48,6 +48,8 @@ class FaceLandmarks:
     # with ``light``: the eye (0: points 468-472, 1: 473-477) whose iris model ran on this
     # frame, the other carried over from the frame before; None: both ran
     fresh_eye: int | None = None
+    # with ``light``: FaceMesh v1's own 468 points, before the iris model refined the eyes
+    unrefined: FloatArray | None = None
 
     @property
     def xy(self) -> FloatArray:
