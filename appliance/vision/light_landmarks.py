@@ -21,13 +21,17 @@ import logging
 import math
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
 from appliance.inference.base import Model
-from appliance.vision.landmarks import NUM_LANDMARKS, PRESENCE_THRESHOLD
-from appliance.vision.roi import crop_to_image
+from appliance.vision.landmarks import (
+    NUM_LANDMARKS,
+    PRESENCE_THRESHOLD,
+    crop_input,
+    crop_points,
+    presence_of,
+)
 from appliance.vision.types import FaceLandmarks, FloatArray, Roi
 
 logger = logging.getLogger(__name__)
@@ -104,33 +108,6 @@ def _output_index(model: Model, values: int) -> int:
     return sizes.index(values)
 
 
-def _crop(image: npt.NDArray[np.uint8], roi: Roi, size: int, mirror: bool = False) -> FloatArray:
-    """The model input (1, size, size, 3): RGB in [0, 1] from the rotated square ``roi``."""
-    patch = cv2.warpAffine(
-        image,
-        crop_to_image(roi, size),
-        (size, size),
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_CONSTANT,
-    )
-    if mirror:
-        patch = cv2.flip(patch, 1)
-    rgb: FloatArray = cv2.cvtColor(patch, cv2.COLOR_BGR2RGB).astype(np.float32) * (1.0 / 255.0)
-    return rgb[None]
-
-
-def _to_image(raw: FloatArray, roi: Roi, size: int, mirror: bool = False) -> FloatArray:
-    """Crop-pixel points (N, 3) in image pixels (z scaled like x)."""
-    if mirror:
-        raw = raw.copy()
-        raw[:, 0] = size - raw[:, 0]
-    matrix = crop_to_image(roi, size).astype(np.float32)
-    out = np.empty_like(raw)
-    out[:, :2] = raw[:, :2] @ matrix[:, :2].T + matrix[:, 2]
-    out[:, 2] = raw[:, 2] * (roi.size / size)
-    return out
-
-
 def eye_roi(points: FloatArray, a: int, b: int) -> Roi:
     """MediaPipe's iris crop: the eye corners' bounding square, 2.3 times, turned with them."""
     pa, pb = points[a, :2], points[b, :2]
@@ -167,11 +144,10 @@ class LightLandmarkModel:
         self, image: npt.NDArray[np.uint8], roi: Roi, before: FaceLandmarks | None = None
     ) -> FaceLandmarks:
         size = self.input_size
-        outputs = self.mesh.run([_crop(image, roi, size)])
-        logit = float(outputs[self._flag_index].reshape(-1)[0])
-        presence = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+        outputs = self.mesh.run([crop_input(image, roi, size)[0]])
+        presence = presence_of(float(outputs[self._flag_index].reshape(-1)[0]))
         points = np.zeros((NUM_LANDMARKS, 3), np.float32)
-        points[:MESH_POINTS] = _to_image(outputs[self._mesh_index].reshape(-1, 3), roi, size)
+        points[:MESH_POINTS] = crop_points(outputs[self._mesh_index].reshape(-1, 3), roi, size)
         if presence < PRESENCE_THRESHOLD:
             return FaceLandmarks(points=points, presence=presence, roi=roi, light=True)
         unrefined = points[:MESH_POINTS].copy()
@@ -195,9 +171,9 @@ class LightLandmarkModel:
         roi = eye_roi(points, eye.a, eye.b)
         size, mirror = self.eye_size, eye.mirror
         eye_z = float(points[[eye.a, eye.b], 2].mean())
-        outputs = self.iris.run([_crop(image, roi, size, mirror)])
-        contour = _to_image(outputs[self._eye_index].reshape(-1, 3), roi, size, mirror)
-        iris = _to_image(outputs[self._iris_index].reshape(-1, 3), roi, size, mirror)
+        outputs = self.iris.run([crop_input(image, roi, size, mirror)[0]])
+        contour = crop_points(outputs[self._eye_index].reshape(-1, 3), roi, size, mirror)
+        iris = crop_points(outputs[self._iris_index].reshape(-1, 3), roi, size, mirror)
         if mirror:  # the ring's sideways points swap places in a mirror
             iris = iris[[0, 3, 2, 1, 4]]
         # the iris model's depths are relative to its own crop: keep the mesh's
