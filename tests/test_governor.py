@@ -240,10 +240,10 @@ def test_the_ladder_still_works_above_the_thermal_limit() -> None:
     hot = action_for(H, BASE)
     limited = [hot.limit(level) for level in ladder]
     assert all(level.blend == "feather" and level.max_height == 480 for level in limited)
-    assert [level.redetect_every for level in limited] == [15, 15, 15, 15, 15, 15]
+    assert [level.redetect_every for level in limited] == [15] * 7
     warm = action_for(W, BASE)
     warm_levels = [warm.limit(level) for level in ladder]
-    assert [lv.max_height for lv in warm_levels] == [None, None, None, None, 720, 540]
+    assert [lv.max_height for lv in warm_levels] == [None, None, None, None, 720, 540, 540]
     assert warm.limit(ladder[-1]).redetect_every == 10
     assert action_for(N, BASE).limit(ladder[0]) is ladder[0]
 

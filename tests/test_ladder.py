@@ -106,19 +106,31 @@ def test_quality_ladder_steps_follow_the_configuration_and_input() -> None:
         "light landmarks",
         "processing at 720p",
         "processing at 540p",
+        "landmarks every other frame",
     ]
     assert full_hd[-1].blend == "feather" and full_hd[-1].redetect_every == 10
-    assert full_hd[-1].max_height == 540
+    assert full_hd[-1].max_height == 540 and full_hd[-1].alternate_landmarks
     vga = build_ladder("feather", 5, 480)
-    assert [(q.blend, q.redetect_every, q.light_landmarks, q.max_height) for q in vga] == [
-        ("feather", 5, False, None),
-        ("feather", 10, False, None),
-        ("feather", 10, True, None),
+    steps = [
+        (q.redetect_every, q.light_landmarks, q.max_height, q.alternate_landmarks) for q in vga
     ]
-    assert [q.max_height for q in build_ladder("feather", 3, 720)] == [None, None, None, 540]
+    assert steps == [
+        (5, False, None, False),
+        (10, False, None, False),
+        (10, True, None, False),
+        (10, True, None, True),
+    ]
+    assert all(q.blend == "feather" for q in vga)
+    heights = [q.max_height for q in build_ladder("feather", 3, 720)]
+    assert heights == [None, None, None, 540, 540]
     # every face on the light landmarks already (one CPU): no step that changes nothing
     one_cpu = build_ladder("feather", 5, 720, light_landmarks=True)
-    names = ["full quality", "detect every 10 frames", "processing at 540p"]
+    names = [
+        "full quality",
+        "detect every 10 frames",
+        "processing at 540p",
+        "landmarks every other frame",
+    ]
     assert [q.name for q in one_cpu] == names
     assert all(q.light_landmarks for q in one_cpu)
 

@@ -21,6 +21,8 @@ from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.landmarks import LandmarkModel
+from appliance.vision.light_landmarks import LightLandmarkModel
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular
 from appliance.vision.types import Detection
@@ -388,3 +390,44 @@ def test_only_new_faces_are_confirmed_by_the_verifier(
         assert tracker.update(astronaut, i * FRAME_NS)
     assert tracker.detections == 5
     assert len(confirms) == 1
+
+
+def test_landmarks_every_other_frame_take_the_faces_in_turn(
+    analyzer: FaceAnalyzer,
+    three_faces: np.ndarray,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ladder's last level: each followed face's landmark models run every other frame,
+    faces in turn (about half of them a frame), the others coasting on their last motion;
+    a face the liveness gate waits for runs every frame. Ids stay, and nothing is lost."""
+    runs: list[int] = []
+    for cls in (LandmarkModel, LightLandmarkModel):
+        original = cls.run
+
+        def counted(self: object, *args: object, _run: object = original, **kw: object) -> object:
+            runs.append(1)
+            return _run(self, *args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(cls, "run", counted)
+    tracker = Tracker(analyzer, detect_every=30, policy="all", max_faces=3)
+    frames = still_clip(three_faces, frames=9, seed=5)
+    tracker.update(frames[0], 0)  # found and followed: every face's models run
+    tracker.alternate = True
+    per_frame, ids = [], []
+    for i, image in enumerate(frames[1:5], start=1):
+        before = len(runs)
+        tracks = tracker.update(image, i * FRAME_NS)
+        per_frame.append(len(runs) - before)
+        ids.append(sorted(t.track_id for t in tracks))
+    assert sorted(per_frame) == [1, 1, 2, 2], f"model runs per frame {per_frame}"
+    assert all(frame == ids[0] for frame in ids) and len(ids[0]) == 3
+    watched = ids[0][0]
+    tracker.watching = lambda track_id: track_id == watched
+    before = len(runs)
+    for i, image in enumerate(frames[5:9], start=5):
+        assert sorted(t.track_id for t in tracker.update(image, i * FRAME_NS)) == ids[0]
+    # the watched face 4 times, the other two every other frame: 2 each (6 without watching)
+    assert len(runs) - before == 8
+    still = tracker.tracks[0]
+    coasted = still.coasted()
+    assert np.allclose(coasted.points[:, :2] - still.raw.points[:, :2], still.velocity, atol=1e-4)

@@ -116,6 +116,7 @@ class FrameProcessor:
             self.redetect_every,
             self.max_height,
             light_landmarks=self.tracker.light or self.analyzer.light_always,
+            alternate_landmarks=self.tracker.alternate,
         )
 
     def set_quality(self, level: QualityLevel) -> None:
@@ -124,6 +125,7 @@ class FrameProcessor:
             self.swapper.settings = self.swapper.settings.model_copy(update={"blend": level.blend})
         self.redetect_every = level.redetect_every
         self.tracker.light = level.light_landmarks
+        self.tracker.alternate = level.alternate_landmarks
         if level.max_height != self.max_height:
             self.max_height = level.max_height
             self.reset()  # landmarks were in the other resolution's pixels

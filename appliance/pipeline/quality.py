@@ -6,7 +6,10 @@ level's savings and adds one: Poisson blending becomes the feathered blend
 then every face gets the light landmarks (FaceMesh v1 and the iris model,
 about half the attention model's cost: ``vision.light_landmarks``), then
 frames are processed at 720 and then 540 lines (only steps below the
-input's own height). Steps that would change nothing are left out.
+input's own height), and last each face's landmarks run every other frame
+(faces in turn; a face the liveness gate waits for still every frame), the
+face coasting on its last motion in between. Steps that would change nothing
+are left out.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class QualityLevel:
     max_height: int | None = None
     name: str = "full quality"
     light_landmarks: bool = False  # every face on the light landmark models
+    alternate_landmarks: bool = False  # each face's landmarks every other frame
 
 
 def build_ladder(
@@ -54,4 +58,6 @@ def build_ladder(
         if input_height > height:
             level = dataclasses.replace(level, max_height=height, name=f"processing at {height}p")
             ladder.append(level)
+    level = dataclasses.replace(level, alternate_landmarks=True, name="landmarks every other frame")
+    ladder.append(level)
     return ladder

@@ -127,6 +127,20 @@ class Track:
             return roi  # landmark noise, not motion: a still crop keeps the landmarks still
         return replace(roi, cx=roi.cx + vx, cy=roi.cy + vy)
 
+    def coasted(self) -> FaceLandmarks:
+        """The raw landmarks moved on by the last motion: this frame's, when the model was
+        not run for the face (the ladder's "landmarks every other frame")."""
+        vx, vy = self.velocity
+        shift = np.array((vx, vy), np.float32)
+        points = self.raw.points.copy()
+        points[:, :2] += shift
+        unrefined = self.raw.unrefined
+        if unrefined is not None:
+            unrefined = unrefined.copy()
+            unrefined[:, :2] += shift
+        roi = replace(self.raw.roi, cx=self.raw.roi.cx + vx, cy=self.raw.roi.cy + vy)
+        return replace(self.raw, points=points, roi=roi, unrefined=unrefined)
+
     def smooth(self, raw: FaceLandmarks, timestamp_ns: int) -> None:
         """Take this frame's raw landmarks and update the smoothed ones and the motion."""
         if self.smoother.started:
@@ -173,6 +187,10 @@ class Tracker:
         self._ahead = DetectAhead(copy) if copy is not None else None
         self.detect_every = detect_every  # may be changed at run time
         self.light = False  # every face on the light landmarks (the ladder); changed at run time
+        # the ladder's last level: each face's landmarks every other frame (faces in turn);
+        # on the others it coasts on its last motion (``Track.coasted``)
+        self.alternate = False
+        self._frames = 0
         # whether a face (by track id; None: a new face) is watched for liveness: such a face
         # gets the full landmark model whatever its size (the processor's liveness stage)
         self.watching: Callable[[int | None], bool] = _nobody
@@ -242,10 +260,16 @@ class Tracker:
     def _follow(self, image: Image, timings: dict[str, float]) -> list[FaceLandmarks]:
         """Each track's landmarks, from a crop around its previous raw landmarks."""
         start = time.perf_counter()
-        faces = self.pool.map(
-            lambda w, t: self._landmarks(image, t.next_roi(), w, t.raw, self.watching(t.track_id)),
-            self._tracks,
-        )
+        self._frames += 1
+
+        def one(worker: int, numbered: tuple[int, Track]) -> FaceLandmarks:
+            number, track = numbered
+            watched = self.watching(track.track_id)  # the liveness gate sees every frame
+            if self.alternate and (self._frames + number) % 2 and not watched:
+                return track.coasted()
+            return self._landmarks(image, track.next_roi(), worker, track.raw, watched)
+
+        faces = self.pool.map(one, list(enumerate(self._tracks)))
         add_stage_ms(timings, "landmarks", start)
         return faces
 
