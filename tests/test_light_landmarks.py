@@ -257,3 +257,23 @@ def test_the_gate_watches_faces_until_they_are_live() -> None:
     assert not off.watching(None) and not off.watching(3)
     gate = LivenessGate("blink")
     assert gate.watching(None) and gate.watching(3)  # new, and not seen yet
+
+
+def test_from_an_attention_frame_the_other_eye_moves_with_the_face(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray
+) -> None:
+    """The frame before came from the attention model (no mesh of its own to correct):
+    the eye not looked at moves with the rest of the face, close to where the attention
+    model puts it on this frame."""
+    first = analyzer.analyze(astronaut)[0]
+    roi = roi_from_landmarks(first.points)
+    moved = cv2.warpAffine(
+        astronaut, np.float32([[1, 0, 4], [0, 1, 2]]), astronaut.shape[1::-1], borderMode=1
+    )
+    crop = Roi(roi.cx + 4, roi.cy + 2, roi.size, roi.angle)
+    model = _light(analyzer)
+    face = model.run(moved, crop, analyzer.landmarks.run(astronaut, roi))
+    assert face.fresh_eye == 0
+    again = analyzer.landmarks.run(moved, crop)
+    err = _errors(again.points, face.points)[_EYES[1].indices]
+    assert err.max() < 0.05, f"carried eye off by {err.max():.3f} IOD"

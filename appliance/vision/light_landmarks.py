@@ -32,6 +32,7 @@ from appliance.vision.landmarks import (
     crop_points,
     presence_of,
 )
+from appliance.vision.pose3d import similarity
 from appliance.vision.types import FaceLandmarks, FloatArray, Roi
 
 logger = logging.getLogger(__name__)
@@ -206,24 +207,13 @@ _FACE_ONLY = np.setdiff1d(np.arange(MESH_POINTS), np.concatenate([e.indices for 
 def _carry(points: FloatArray, before: FloatArray, eye: npt.NDArray[np.int_]) -> None:
     """The eye's points of the frame before, moved (in place) by the similarity that takes
     the rest of the mesh from then to now; depths scaled with it."""
-    src = before[_FACE_ONLY, :2].astype(np.float64)
-    dst = points[_FACE_ONLY, :2].astype(np.float64)
-    ms, md = src.mean(axis=0), dst.mean(axis=0)
-    a, b = src - ms, dst - md
-    var = float((a**2).sum())
-    if var <= 0:
-        return
-    # complex-number least squares: dst = k * src, k = scale * e^(i angle)
-    k = (
-        complex(
-            float((a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1]).sum()),
-            float((a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]).sum()),
-        )
-        / var
-    )
-    xy = before[eye, :2].astype(np.float64) - ms
-    moved = np.empty_like(xy)
-    moved[:, 0] = k.real * xy[:, 0] - k.imag * xy[:, 1]
-    moved[:, 1] = k.imag * xy[:, 0] + k.real * xy[:, 1]
-    points[eye, :2] = moved + md
-    points[eye, 2] = before[eye, 2] * abs(k)
+    fit = similarity(_flat(before[_FACE_ONLY]), _flat(points[_FACE_ONLY]))
+    points[eye, :2] = fit.apply(_flat(before[eye]))[:, :2]
+    points[eye, 2] = before[eye, 2] * fit.scale
+
+
+def _flat(points: FloatArray) -> npt.NDArray[np.float64]:
+    """The points' x, y with z = 0: a fit in the image plane."""
+    out = np.zeros((len(points), 3))
+    out[:, :2] = points[:, :2]
+    return out
