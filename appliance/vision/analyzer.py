@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import ModelHashError, ModelMissingError
-from appliance.inference.base import Backend, Model, Threaded
+from appliance.inference.base import Backend, Threaded
 from appliance.modelstore import ModelStore
 from appliance.vision.detector import FaceDetector
 from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
@@ -107,21 +107,27 @@ class FaceAnalyzer:
 
     def light_on(self, worker: int) -> LightLandmarkModel | None:
         """The light landmark models of pool worker ``worker`` (its own interpreters, as in
-        ``landmarks_on``; a lone face's with a thread per usable CPU), or None without them."""
+        ``landmarks_on``; a lone face's with a thread per usable CPU where the models can
+        have one, as the caller's otherwise), or None without them."""
         if self.light_models is None or self.backend is None:
             return None
         model = self._light.get(worker)
-        if model is None:
-            threads = min(usable_cpus(), WIDE_THREADS) if worker == ALONE else 1
-            mesh, iris = (self._load(path, threads) for path in self.light_models)
-            model = self._light[worker] = LightLandmarkModel(mesh, iris)
-        return model
-
-    def _load(self, path: Path, threads: int) -> Model:
-        assert self.backend is not None
-        model = self.backend.load(path)
-        if threads > 1 and isinstance(model, Threaded):
-            return model.with_threads(threads)
+        if model is not None:
+            return model
+        if worker == ALONE:
+            base = self.light_on(CALLER)
+            assert base is not None
+            threads = min(usable_cpus(), WIDE_THREADS)
+            if threads >= 2 and isinstance(base.mesh, Threaded) and isinstance(base.iris, Threaded):
+                model = LightLandmarkModel(
+                    base.mesh.with_threads(threads), base.iris.with_threads(threads)
+                )
+            else:
+                model = base
+        else:
+            mesh, iris = (self.backend.load(path) for path in self.light_models)
+            model = LightLandmarkModel(mesh, iris)
+        self._light[worker] = model
         return model
 
     def hands_in(self, image: npt.NDArray[np.uint8]) -> list[Hand]:
