@@ -10,9 +10,11 @@ knows one eye; the other eye's crop is mirrored and its points mirrored back.
 
 It is used where the attention model's extra detail is not there to see: a
 face whose crop is smaller than v1's own input (``LIGHT_BELOW_PX``: its
-refined points would be under a pixel apart) and, on the degrade ladder, for
-every face when the device cannot keep up. The irises are real irises, so
-gaze and the liveness gate's eye movement still work.
+refined points would be under a pixel apart); and for every face on one CPU
+and on the degrade ladder's level, when the device cannot keep up (see
+``FaceAnalyzer.from_store``). A face the liveness gate waits for keeps the
+full model (``LivenessGate.watching``). The irises are real irises, so gaze
+and the liveness gate's still-eyes check still work.
 """
 
 from __future__ import annotations
