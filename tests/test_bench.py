@@ -282,17 +282,21 @@ def test_one_core_targets_ask_30_fps_for_one_face_and_24_for_three() -> None:
 def test_thread_cpu_names_the_busy_thread() -> None:
     meter = ThreadCpu()
     meter.start()
+    spun, release = threading.Event(), threading.Event()
 
     def spin() -> None:  # 0.2 s of its own CPU time, however busy the machine is
         start = time.thread_time()
         while time.thread_time() - start < 0.2:
             pass
+        spun.set()
+        release.wait(10.0)  # alive until sampled: a thread that ends keeps its last sample
 
     worker = threading.Thread(target=spin, name="mirror-busy")
     worker.start()
-    while worker.is_alive():
+    while not spun.wait(0.02):
         meter.update()
-        time.sleep(0.02)
+    meter.update()
+    release.set()
     worker.join()
     used = meter.by_name()
     assert next(iter(used)) == "mirror-busy" and used["mirror-busy"] > 100.0
