@@ -32,6 +32,7 @@ import cv2
 
 from appliance.errors import ConfigError, SourceError
 from appliance.media.frames import Frame
+from appliance.media.jpeg import decode_jpeg, is_jpeg
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,9 @@ class CameraSource(FrameSource):
     hold what the driver granted. ``read(timeout_s)`` is best effort: the
     driver's own timeout bounds a read, a late failure is a timeout, and no
     frame for ``stall_s`` is a lost camera (released, opened again).
+
+    An MJPG stream's frames come from the driver as JPEG bytes and are decoded
+    by ``media.jpeg``; a frame that does not decode is skipped (``damaged``).
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class CameraSource(FrameSource):
         self._cap: CaptureLike | None = None
         self._cap_lock = threading.Lock()
         self.reconnects = 0  # times the camera was opened again after it was lost
+        self.damaged = 0  # frames that did not decode (skipped)
 
     def __repr__(self) -> str:
         return f"CameraSource({self.name!r})"
@@ -178,6 +183,10 @@ class CameraSource(FrameSource):
         if granted_fps > 0 and abs(granted_fps - self.fps) > 0.5:
             logger.warning("%s: asked for %s fps, got %s fps", self.name, self.fps, granted_fps)
             self.fps = float(granted_fps)
+        # an MJPG stream's JPEGs are decoded here (``media.jpeg``: twice as fast as the
+        # backend's own decode); a backend that keeps converting sends pixels, used as they are
+        if self.fourcc == "MJPG" and int(cap.get(cv2.CAP_PROP_FOURCC)) == self._fourcc_code:
+            cap.set(cv2.CAP_PROP_CONVERT_RGB, 0)
         logger.info("%s: %sx%s @ %s fps (%s)", self.name, *self.size, self.fps, self.fourcc)
 
     def _on_stop(self) -> None:
@@ -192,11 +201,24 @@ class CameraSource(FrameSource):
             if not self.started:
                 return None  # stopped by another thread
             cap = self._cap if self._cap is not None else self._reopen()
-            ok, image = cap.read()
-            now = time.monotonic()
-            if ok and image is not None and image.size > 0:
-                self._last_frame_at = now
-                return self._make_frame(as_bgr(image))
+            while True:
+                ok, image = cap.read()
+                now = time.monotonic()
+                if not ok or image is None or image.size == 0:
+                    break
+                pixels = decode_jpeg(image) if is_jpeg(image) else image
+                if pixels is not None:
+                    self._last_frame_at = now
+                    return self._make_frame(as_bgr(pixels))
+                self.damaged += 1  # skipped; a camera sending only these stalls
+                if self.damaged % 100 == 1:
+                    logger.warning(
+                        "camera %s: a frame did not decode; skipped (%d so far)",
+                        self.name,
+                        self.damaged,
+                    )
+                if now - self._last_frame_at >= self.stall_s:
+                    break
             stalled = now - self._last_frame_at >= self.stall_s
             if not stalled and timeout_s is not None and now - began >= timeout_s:
                 raise FrameTimeoutError(f"camera {self.name}: no frame within {timeout_s} s")

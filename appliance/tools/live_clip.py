@@ -4,8 +4,9 @@ Frame ``k`` is "captured" at ``t0 + k / fps`` (``t0`` = ``start()``), whether
 anyone reads it or not. The emulated driver keeps one buffer and the newest
 frame wins: ``read()`` returns the newest frame captured so far that was not
 returned yet, and every older unread frame is lost (``frames_skipped``).
-Each read decodes one JPEG, so it costs what an MJPG camera's decode costs,
-and a clip of a few hundred frames stays a few MiB. A returned frame's
+Each read decodes one JPEG as the camera source does (``media.jpeg``), so it
+costs what an MJPG camera's decode costs, and a clip of a few hundred frames
+stays a few MiB. A returned frame's
 ``capture_ns`` is its scheduled capture time (monotonic), not the time it
 was read; its ``index`` is its number in the stream (the clip loops).
 """
@@ -22,6 +23,7 @@ import numpy as np
 
 from appliance.errors import ConfigError, InputError
 from appliance.media.frames import Frame, Image
+from appliance.media.jpeg import decode_jpeg
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 
 logger = logging.getLogger(__name__)
@@ -58,11 +60,10 @@ class JpegClip:
 
     def decode(self, index: int) -> Image:
         """Frame ``index`` (modulo the clip length) as a BGR image."""
-        data = np.frombuffer(self.jpegs[index % len(self.jpegs)], np.uint8)
-        image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+        image = decode_jpeg(self.jpegs[index % len(self.jpegs)])
         if image is None:
             raise InputError(f"clip frame {index} does not decode")
-        return image  # type: ignore[return-value]
+        return image
 
     @property
     def nbytes(self) -> int:
