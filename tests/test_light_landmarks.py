@@ -15,7 +15,7 @@ from appliance.modelstore import ModelStore
 from appliance.tools.real_variants import FAR_FACE_PX, FAR_SIZE, _background, far_frame
 from appliance.vision import analyzer as analyzer_module
 from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
-from appliance.vision.face_pool import CALLER
+from appliance.vision.face_pool import CALLER, FacePool
 from appliance.vision.light_landmarks import (
     _EYES,
     LIGHT_BELOW_PX,
@@ -152,6 +152,47 @@ def test_the_tracker_gives_small_faces_the_light_landmarks(
     for i in range(3):
         (track,) = everyone.update(big, i * FRAME_NS)
     assert track.raw.light and track.raw.fresh_eye in (0, 1)
+
+
+def _tile(analyzer: FaceAnalyzer, image: np.ndarray, faces: int, side: int) -> np.ndarray:
+    """``faces`` copies of the face in ``image`` (a square twice its size, scaled to
+    ``side``) in a 2x2 tile, the rest grey."""
+    points = analyzer.analyze(image)[0].points[:, :2]
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    half = float((hi - lo).max())
+    x0, y0 = (np.maximum((lo + hi) / 2 - half, 0)).astype(int)
+    cell = cv2.resize(image[y0 : y0 + 2 * int(half), x0 : x0 + 2 * int(half)], (side, side))
+    out = np.full((2 * side, 2 * side, 3), 128, np.uint8)
+    for i in range(faces):
+        row, col = divmod(i, 2)
+        out[row * side : (row + 1) * side, col * side : (col + 1) * side] = cell
+    return out
+
+
+@pytest.mark.parametrize(("faces", "light"), [(2, False), (3, True)])
+def test_a_crowd_gets_the_light_landmarks(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, faces: int, light: bool
+) -> None:
+    """Big faces (320 px crops) on two CPUs: two run at once on the face pool, each on the
+    full model; a third would wait its turn, so three or more all get the light models.
+    A face the liveness gate waits for keeps the full one even in a crowd."""
+    assert analyzer.light_crowds  # ``auto``
+    image = _tile(analyzer, astronaut, faces, 400)  # faces 200 px tall
+    pool = FacePool()
+    pool.parallel = True  # two faces at once (as on two CPUs), whatever this machine has
+    try:
+        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
+        for i in range(3):
+            tracks = tracker.update(image, i * FRAME_NS)
+        assert len(tracks) == faces
+        assert all(t.raw.roi.size > LIGHT_BELOW_PX * 1.2 for t in tracks)
+        assert [t.raw.light for t in tracks] == [light] * faces
+        watched = tracks[0].track_id
+        tracker.watching = lambda track_id: track_id == watched
+        tracks = tracker.update(image, 3 * FRAME_NS)
+        assert [t.raw.light for t in tracks if t.track_id == watched] == [False]
+    finally:
+        pool.close()
 
 
 def test_switching_models_has_a_margin() -> None:

@@ -71,6 +71,8 @@ class FaceAnalyzer:
     # FaceMesh v1 and the iris model (``light_landmarks``); None: every face gets the full one
     light_models: tuple[Path, Path] | None = None
     light_always: bool = False  # every face on the light models (see ``from_store``)
+    # a crowd (more faces than the face pool runs at once) on the light models: ``auto``
+    light_crowds: bool = False
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
     _light: dict[int, LightLandmarkModel] = field(default_factory=dict, repr=False)
@@ -155,8 +157,9 @@ class FaceAnalyzer:
     ) -> FaceAnalyzer:
         """The analyzer of the store's models on ``backend``. ``landmarks``: ``full`` never
         uses the light landmark models, ``light`` always does, ``auto`` for small faces (and
-        the degrade ladder's level) and for every face when the process has one CPU: there
-        the attention model cannot run on two threads, and costs three times the light one."""
+        the degrade ladder's level), for every face when the process has one CPU (there
+        the attention model cannot run on two threads, and costs three times the light
+        one) and for a crowd: more faces than the face pool runs at once."""
         name = "face_detector_short" if kind == "short" else "face_detector_full"
         detector = FaceDetector(backend.load(store.path(name)), kind, min_score, max_faces)
         mesh = LandmarkModel(backend.load(store.path("face_landmarks")))
@@ -168,7 +171,8 @@ class FaceAnalyzer:
         always = light is not None and (
             landmarks == "light" or (landmarks == "auto" and usable_cpus() == 1)
         )
-        return cls(detector, mesh, verifier, backend, tiles, hands, light, always)
+        crowds = light is not None and landmarks == "auto"
+        return cls(detector, mesh, verifier, backend, tiles, hands, light, always, crowds)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

@@ -48,6 +48,11 @@ class FacePool:
         self.parallel = parallel and usable_cpus() > 1
         self._helper: ThreadPoolExecutor | None = None
 
+    @property
+    def width(self) -> int:
+        """How many faces run at once: 2 on the caller and the helper, 1 in turn."""
+        return 2 if self.parallel else 1
+
     def map(self, fn: Callable[[int, In], Out], items: Sequence[In]) -> list[Out]:
         if not self.parallel:
             return [fn(CALLER, item) for item in items]

@@ -273,9 +273,11 @@ def _rasterise(
     order = np.flatnonzero(visible)
     order = order[np.argsort(-depth[tris].mean(axis=1)[order], kind="stable")]
     ids = np.zeros((size[1], size[0]), np.uint16)
-    fixed = _fixed(dst_t)
-    for t in order:
-        cv2.fillConvexPoly(ids, fixed[t], int(t) + 1, cv2.LINE_8, _SHIFT)
+    # one array per triangle and plain ints up front: the loop is only the OpenCV calls
+    # (each holds the GIL between calls, which the other face's thread waits for)
+    fill = cv2.fillConvexPoly
+    for poly, value in zip(list(_fixed(dst_t[order])), (order + 1).tolist(), strict=True):
+        fill(ids, poly, value, cv2.LINE_8, _SHIFT)
     return ids
 
 
