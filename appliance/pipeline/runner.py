@@ -30,6 +30,7 @@ from appliance.media.frames import Frame
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
 from appliance.pipeline.capture_worker import CaptureWorker
+from appliance.pipeline.garbage import settle_garbage
 from appliance.pipeline.process_worker import ProcessWorker
 from appliance.pipeline.sink_worker import SinkWorker
 from appliance.pipeline.slots import LatestSlot
@@ -174,6 +175,7 @@ class PipelineRunner(Lifecycle):
         """Start the source, the sinks and the threads; raises if the source cannot start."""
         with self._lock:
             self._open_resources()
+            settle_garbage()
             workers: list[Worker] = [self._capture, self._process, *self._sinks]
             self._threads = [(w, self._thread(w)) for w in workers]
             self._live = len(self._threads)
