@@ -119,6 +119,21 @@ def test_the_venv_runs_the_roots_own_python_emulated(installed: Installed) -> No
     assert proc.stdout.split() == ["aarch64", installed.suite.python]
 
 
+def test_the_cameras_jpeg_decode_runs_on_the_roots_numpy(installed: Installed) -> None:
+    """simplejpeg's aarch64 wheel with the numpy the profile pins there (below 2 on
+    bookworm's Python 3.11): an MJPG camera frame decodes in the device's venv."""
+    probe = (
+        "import cv2, numpy as np; from appliance.media.jpeg import decode_jpeg; "
+        "ok, data = cv2.imencode('.jpg', np.full((48, 64, 3), 90, np.uint8)); "
+        "image = decode_jpeg(data.tobytes()); "
+        "print(image.shape[1], image.shape[0], int(image.mean()), np.__version__)"
+    )
+    proc = installed.run([str(VENV / "bin" / "python"), "-c", probe], "jpeg decode")
+    assert proc.returncode == 0, install.explain("jpeg decode", proc)
+    width, height, level, _numpy = proc.stdout.split()
+    assert (width, height) == ("64", "48") and abs(int(level) - 90) <= 1
+
+
 def test_doctor_picks_rpi4_cpu_on_a_faked_pi4(installed: Installed) -> None:
     argv = [MIRROR, "doctor", "--root", str(FAKE_PI), "--json"]
     proc = installed.run(argv, "doctor --root (faked Pi 4)")
