@@ -6,9 +6,9 @@ frame wins: ``read()`` returns the newest frame captured so far that was not
 returned yet, and every older unread frame is lost (``frames_skipped``).
 Each read decodes one JPEG as the camera source does (``media.jpeg``), so it
 costs what an MJPG camera's decode costs, and a clip of a few hundred frames
-stays a few MiB. A returned frame's
-``capture_ns`` is its scheduled capture time (monotonic), not the time it
-was read; its ``index`` is its number in the stream (the clip loops).
+stays a few MiB. A returned frame's ``capture_ns`` is its scheduled capture
+time (monotonic), not the time it was read; its ``index`` is its number in
+the stream (the clip loops).
 """
 
 from __future__ import annotations
