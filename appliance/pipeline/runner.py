@@ -174,8 +174,8 @@ class PipelineRunner(Lifecycle):
     def _on_start(self) -> None:
         """Start the source, the sinks and the threads; raises if the source cannot start."""
         with self._lock:
+            settle_garbage()  # before the source starts: no frame waits for it
             self._open_resources()
-            settle_garbage()
             workers: list[Worker] = [self._capture, self._process, *self._sinks]
             self._threads = [(w, self._thread(w)) for w in workers]
             self._live = len(self._threads)
