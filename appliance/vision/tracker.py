@@ -204,7 +204,6 @@ class Tracker:
         self._next_id = 1
         self._since_detect = 0
         self._since_scan = _SCAN_NOW  # frames since the tile scan last ran
-        self._crowded = False  # this frame's faces outnumber the pool's width
 
     @property
     def tracks(self) -> list[Track]:
@@ -234,9 +233,6 @@ class Tracker:
         """Follow or detect the faces of ``image``; returns the live tracks, largest first."""
         timings = timings_ms if timings_ms is not None else {}
         self._since_scan += 1
-        # more faces than the pool runs at once: each pair's attention models run on one
-        # thread each (7.8 ms here), so the crowd gets the light ones (``_landmarks``)
-        self._crowded = len(self._tracks) > self.pool.width
         followed = self._follow(image, timings) if self._tracks else []
         due = self._since_detect + 1 >= max(1, self.detect_every)
         lost = any(f.presence < self.presence_threshold for f in followed)
@@ -386,7 +382,9 @@ class Tracker:
         faces, and every face on the ladder's light level, on one CPU (the analyzer's
         ``light_always``) or in a crowd (more faces than the pool runs at once, with
         ``auto`` landmarks), get the light landmarks, unless ``watched`` for liveness."""
-        crowd = self._crowded and self.analyzer.light_crowds
+        # more faces (the last frame's, until this one commits) than the pool runs at once:
+        # each pair's attention models run on one thread each (7.8 ms here)
+        crowd = self.analyzer.light_crowds and len(self._tracks) > self.pool.width
         everyone = self.light or self.analyzer.light_always or crowd
         light = None
         if not watched and wants_light(roi, before, everyone):
