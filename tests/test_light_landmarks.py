@@ -16,6 +16,7 @@ from appliance.tools.real_variants import FAR_FACE_PX, FAR_SIZE, _background, fa
 from appliance.vision import analyzer as analyzer_module
 from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
 from appliance.vision.face_pool import CALLER, FacePool
+from appliance.vision.landmarks import LandmarkModel
 from appliance.vision.light_landmarks import (
     _EYES,
     LIGHT_BELOW_PX,
@@ -191,6 +192,45 @@ def test_a_crowd_gets_the_light_landmarks(
         tracker.watching = lambda track_id: track_id == watched
         tracks = tracker.update(image, 3 * FRAME_NS)
         assert [t.raw.light for t in tracks if t.track_id == watched] == [False]
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize(("faces", "runs"), [(2, [2, 2, 2, 2]), (3, [1, 1, 2, 2])])
+def test_a_crowd_takes_turns(
+    analyzer: FaceAnalyzer,
+    astronaut: np.ndarray,
+    monkeypatch: pytest.MonkeyPatch,
+    faces: int,
+    runs: list[int],
+) -> None:
+    """On two CPUs a crowd's faces also take turns from the first frame (``auto``): each
+    face's landmarks every other frame, the others coasting on their last motion (the
+    ladder's last level). A pair, which the face pool runs at once, runs every frame."""
+    assert analyzer.alternate_crowds  # ``auto``
+    counted: list[int] = []
+    for cls in (LandmarkModel, LightLandmarkModel):
+        original = cls.run
+
+        def count(self: object, *args: object, _run: object = original, **kw: object) -> object:
+            counted.append(1)
+            return _run(self, *args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(cls, "run", count)
+    image = _tile(analyzer, astronaut, faces, 400)
+    pool = FacePool()
+    pool.parallel = True
+    try:
+        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
+        tracker.detect_every = 30
+        for i in range(3):
+            tracker.update(image, i * FRAME_NS)
+        per_frame = []
+        for i in range(3, 7):
+            before = len(counted)
+            assert len(tracker.update(image, i * FRAME_NS)) == faces
+            per_frame.append(len(counted) - before)
+        assert sorted(per_frame) == runs, f"landmark runs per frame {per_frame}"
     finally:
         pool.close()
 

@@ -262,16 +262,24 @@ class Tracker:
         start = time.perf_counter()
         self._frames += 1
 
-        def one(worker: int, numbered: tuple[int, Track]) -> FaceLandmarks:
-            number, track = numbered
+        # the ladder's last level, or a crowd (``FaceAnalyzer.alternate_crowds``)
+        turns = self.alternate or (self.analyzer.alternate_crowds and self._crowd)
+
+        def one(worker: int, track: Track) -> FaceLandmarks:
             watched = self.watching(track.track_id)  # the liveness gate sees every frame
-            if self.alternate and (self._frames + number) % 2 and not watched:
+            # in turn by id, not by place: the places of faces of one size swap
+            if turns and (self._frames + track.track_id) % 2 and not watched:
                 return track.coasted()
             return self._landmarks(image, track.next_roi(), worker, track.raw, watched)
 
-        faces = self.pool.map(one, list(enumerate(self._tracks)))
+        faces = self.pool.map(one, self._tracks)
         add_stage_ms(timings, "landmarks", start)
         return faces
+
+    @property
+    def _crowd(self) -> bool:
+        """More faces (the last frame's, until this one commits) than the pool runs at once."""
+        return len(self._tracks) > self.pool.width
 
     def _scan_due(self) -> bool:
         """Whether a detection now includes the tile scan (small faces): while there is
@@ -382,9 +390,8 @@ class Tracker:
         faces, and every face on the ladder's light level, on one CPU (the analyzer's
         ``light_always``) or in a crowd (more faces than the pool runs at once, with
         ``auto`` landmarks), get the light landmarks, unless ``watched`` for liveness."""
-        # more faces (the last frame's, until this one commits) than the pool runs at once:
-        # each pair's attention models run on one thread each (7.8 ms here)
-        crowd = self.analyzer.light_crowds and len(self._tracks) > self.pool.width
+        # in a crowd each pair's attention models run on one thread each (7.8 ms here)
+        crowd = self.analyzer.light_crowds and self._crowd
         everyone = self.light or self.analyzer.light_always or crowd
         light = None
         if not watched and wants_light(roi, before, everyone):
