@@ -5,19 +5,22 @@ must detect in line: nobody is followed yet) the processing thread never runs
 the detector model itself, the helper's own interpreter does, on the
 ``detect`` thread, and its results are still taken (the tracker's detection
 count rises every few frames) without breaking the track. While there is room
-for more faces the detection (with the tile scan) stays in line, and a face
-that comes in is followed from the next detection on. Nothing here is timed.
+for more faces the detection includes the tile scan (small faces), on the
+helper too, and a face that comes in is followed from the next detection on.
+Nothing here is timed.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import cv2
 import numpy as np
 import pytest
 
+from appliance.tools.bench_clips import half_body, tile3
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.detector import FaceDetector, Prepared
 from appliance.vision.face_pool import FacePool
@@ -31,6 +34,16 @@ EVERY = 5
 
 def _clip(frames: int) -> list[np.ndarray]:
     return media_frames("expressive_woman.mp4", frames, (640, 480))
+
+
+class _Paced:
+    """Waits until frame ``i``'s time at 30 fps (a loop that ran late goes on at once)."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def wait(self, i: int) -> None:
+        time.sleep(max(0.0, self.start + i * FRAME_NS / 1e9 - time.monotonic()))
 
 
 def _threads_of(monkeypatch: pytest.MonkeyPatch, detector: FaceDetector) -> list[str]:
@@ -75,7 +88,9 @@ def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(
     newcomer = cv2.resize(grace_hopper, (200, 240), interpolation=cv2.INTER_AREA)
     arrive = 12
     found_at = None
+    clock = _Paced()  # frames a camera's frame period apart: the helper's time is real time
     for i, image in enumerate(_clip(40)):
+        clock.wait(i)
         canvas = np.zeros((480, 900, 3), np.uint8)
         canvas[:, :640] = image
         if i >= arrive:
@@ -85,8 +100,9 @@ def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(
             found_at = i
     tracker.reset()
     assert found_at is not None, "the newcomer was never followed"
-    # the next periodic detection after it came in, plus the frames until it is taken
-    assert found_at <= arrive + EVERY + 3, found_at
+    # the next periodic detection after it came in (with the tile scan: there is room),
+    # plus the frames until it is taken
+    assert found_at <= arrive + EVERY + 4, found_at
 
 
 def test_detecting_every_frame_stays_in_line(
@@ -98,3 +114,33 @@ def test_detecting_every_frame_stays_in_line(
     for i, image in enumerate(_clip(6)):
         tracker.update(image, i * FRAME_NS)
     assert len(inline) == 6 and tracker.detections == 6
+
+
+def test_the_tile_scan_runs_on_the_helper_too(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group of three small faces at 1280x720 (the bench's group case: 80 px faces the
+    whole-frame model misses): after the first frame no tile is scanned in line, the
+    helper's own interpreter of the full-range model scans them, and the group is
+    complete and kept."""
+    assert analyzer.tiles is not None
+    size = (1280, 720)
+    frames = [
+        tile3([half_body(f)] * 3, size) for f in media_frames("expressive_woman.mp4", 40, size)
+    ]
+    tracker = Tracker(analyzer, EVERY, "all", 3, pool=FacePool(parallel=True), detect_ahead=True)
+    ahead = tracker.detect_ahead
+    assert ahead is not None and ahead.scans
+    assert ahead.tile_detector is not None and ahead.tile_detector is not analyzer.tiles.detector
+    inline = _threads_of(monkeypatch, analyzer.tiles.detector)
+    helper = _threads_of(monkeypatch, ahead.tile_detector)
+    counts = []
+    for i, image in enumerate(frames):
+        counts.append(len(tracker.update(image, i * FRAME_NS)))
+        if i == 0:
+            first = len(inline)
+    tracker.reset()
+    assert first > 0 and len(inline) == first, "after the first frame no tile runs in line"
+    assert helper and set(helper) == {"detect_0"}, helper
+    complete = counts.index(3)
+    assert complete <= 4 * EVERY and min(counts[complete:]) == 3, counts

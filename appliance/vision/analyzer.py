@@ -146,6 +146,14 @@ class FaceAnalyzer:
             return None
         return self.detector.copy(self.backend.load(self.detector.model.path))
 
+    def tile_detector_copy(self) -> FaceDetector | None:
+        """The tile scan's detector on its own interpreter, for a helper thread; None
+        without a tile scan or a backend."""
+        if self.tiles is None or self.backend is None:
+            return None
+        detector = self.tiles.detector
+        return detector.copy(self.backend.load(detector.model.path))
+
     @classmethod
     def from_store(
         cls,

@@ -10,6 +10,13 @@ beside the next frames' landmarks and swap, and the tracker takes the
 result when it is ready. Detections a frame or two old still match their
 faces (centres within ``MATCH_DISTANCE`` face sizes), and a new face gets its
 landmarks from the current frame.
+
+While there is room for more faces a detection includes the tile scan's next
+tiles (small faces): they are cut and prepared on the processing thread too,
+and run beside the whole frame on the helper's own interpreter of the
+full-range model. In line, the scan's frames cost 47-57 ms against 17-30 for
+three 80 px faces at 1280x720, and the scan runs every few frames until the
+group is complete.
 """
 
 from __future__ import annotations
@@ -20,28 +27,55 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-from appliance.vision.detector import FaceDetector
+from appliance.vision.detector import FaceDetector, Prepared
+from appliance.vision.tile_scan import PreparedTile, TileScan, merge
 from appliance.vision.types import Detection
 
 logger = logging.getLogger(__name__)
 
 
 class DetectAhead:
-    """At most one detection in flight on a helper thread."""
+    """At most one detection in flight on a helper thread.
 
-    def __init__(self, detector: FaceDetector) -> None:
+    ``tiles``: the analyzer's tile scan (its sweep moves on the calling thread)
+    and ``tile_detector`` its model on the helper's own interpreter; without
+    both, a scan is never asked of the helper.
+    """
+
+    def __init__(
+        self,
+        detector: FaceDetector,
+        tiles: TileScan | None = None,
+        tile_detector: FaceDetector | None = None,
+    ) -> None:
         self.detector = detector  # its own interpreter: nobody else runs it
+        self.tiles = tiles if tile_detector is not None else None
+        self.tile_detector = tile_detector  # its own interpreter too
         self._executor: ThreadPoolExecutor | None = None
         self._pending: Future[list[Detection]] | None = None
 
-    def start(self, image: npt.NDArray[np.uint8]) -> None:
-        """Detect on ``image`` in the background (nothing if one is in flight)."""
+    @property
+    def scans(self) -> bool:
+        """Whether a detection here can include the tile scan."""
+        return self.tiles is not None
+
+    def start(self, image: npt.NDArray[np.uint8], scan: bool = False) -> bool:
+        """Detect on ``image`` in the background, with the tile scan's next tiles when
+        ``scan`` (and ``scans``); False (nothing started) if one is in flight."""
         if self._pending is not None:
-            return
+            return False
         prepared = self.detector.prepare(image)
+        tiles = self.tiles.prepare_next(image) if scan and self.tiles is not None else []
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="detect")
-        self._pending = self._executor.submit(self.detector.finish, prepared)
+        self._pending = self._executor.submit(self._run, prepared, tiles)
+        return True
+
+    def _run(self, prepared: Prepared, tiles: list[PreparedTile]) -> list[Detection]:
+        found = self.detector.finish(prepared)
+        if tiles and self.tiles is not None:
+            found = merge(found + self.tiles.finish(tiles, self.tile_detector))
+        return found
 
     def ready(self) -> list[Detection] | None:
         """The finished detection's faces (taken: the next call gives None), or None."""

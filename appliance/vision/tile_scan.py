@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from appliance.errors import ConfigError
-from appliance.vision.detector import FaceDetector
+from appliance.vision.detector import FaceDetector, Prepared
 from appliance.vision.types import Detection
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ PER_CALL = 3
 MERGE_IOU = 0.3
 
 Tile = tuple[int, int, int]  # x, y, side
+PreparedTile = tuple[int, int, Prepared]  # x, y, the tile's model input
 Box = tuple[float, float, float, float]
 
 
@@ -114,15 +115,28 @@ class TileScan:
 
     def detect_next(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Faces in the next ``per_call`` tiles, in image pixels, repeats merged."""
+        return self.finish(self.prepare_next(image))
+
+    def prepare_next(self, image: npt.NDArray[np.uint8]) -> list[PreparedTile]:
+        """The model inputs of the next ``per_call`` tiles (their own copies: the image
+        may change after), the sweep moved on; ``finish`` runs them, on any thread."""
         height, width = image.shape[:2]
         grid = self.grid((width, height))
-        found: list[Detection] = []
+        tiles: list[PreparedTile] = []
         for _ in range(min(self.per_call, len(grid))):
             x, y, side = grid[self._next]
             self._next = (self._next + 1) % len(grid)
             self.tiles_run += 1
-            for det in self.detector.detect(image[y : y + side, x : x + side]):
-                found.append(_shifted(det, x, y))
+            tiles.append((x, y, self.detector.prepare(image[y : y + side, x : x + side])))
+        return tiles
+
+    def finish(
+        self, tiles: list[PreparedTile], detector: FaceDetector | None = None
+    ) -> list[Detection]:
+        """The faces of prepared tiles, in image pixels, repeats merged; ``detector``: the
+        same model on another interpreter (a helper thread's), else the scan's own."""
+        model = detector or self.detector
+        found = [_shifted(det, x, y) for x, y, prepared in tiles for det in model.finish(prepared)]
         return merge(found)
 
 

@@ -184,7 +184,8 @@ class Tracker:
         # pool has a second CPU for the faces too
         ahead = self.pool.parallel if detect_ahead is None else detect_ahead
         copy = analyzer.detector_copy() if ahead else None
-        self._ahead = DetectAhead(copy) if copy is not None else None
+        tiles = analyzer.tile_detector_copy() if copy is not None else None
+        self._ahead = DetectAhead(copy, analyzer.tiles, tiles) if copy is not None else None
         self.detect_every = detect_every  # may be changed at run time
         self.light = False  # every face on the light landmarks (the ladder); changed at run time
         # the ladder's last level: each face's landmarks every other frame (faces in turn);
@@ -239,7 +240,9 @@ class Tracker:
         # detecting every frame means this frame's own detection: in line
         ahead = self._ahead if self.detect_every > 1 else None
         found = ahead.ready() if ahead is not None else None
-        if not self._tracks or lost or (due and (ahead is None or self._scan_due())):
+        # a scan (room for more faces) stays in line only where the helper cannot run it
+        inline_scan = ahead is not None and not ahead.scans and self._scan_due()
+        if not self._tracks or lost or (due and (ahead is None or inline_scan)):
             if ahead is not None:
                 ahead.cancel()
             candidates = self._detect(image, followed, timings)
@@ -248,7 +251,9 @@ class Tracker:
         else:
             if due and ahead is not None:
                 start = time.perf_counter()
-                ahead.start(image)
+                scan = self._scan_due()
+                if ahead.start(image, scan) and scan:
+                    self._since_scan = 0
                 add_stage_ms(timings, "detect", start)
             candidates = [_Candidate(t, f) for t, f in zip(self._tracks, followed, strict=True)]
             self._since_detect += 1
