@@ -110,6 +110,9 @@ class Track:
     velocity: tuple[float, float] = (0.0, 0.0)  # raw mesh centre motion, pixels per frame
     smoother: OneEuroFilter = field(default_factory=OneEuroFilter, repr=False)
     state: FaceState = field(default_factory=FaceState, repr=False)
+    # where the model last put the face (raw mesh centre) and how many frames ago
+    _model_centre: tuple[float, float] | None = field(default=None, repr=False)
+    _since_model: int = field(default=0, repr=False)
 
     @property
     def size(self) -> float:
@@ -139,13 +142,21 @@ class Track:
             unrefined = unrefined.copy()
             unrefined[:, :2] += shift
         roi = replace(self.raw.roi, cx=self.raw.roi.cx + vx, cy=self.raw.roi.cy + vy)
-        return replace(self.raw, points=points, roi=roi, unrefined=unrefined)
+        return replace(self.raw, points=points, roi=roi, unrefined=unrefined, coasted=True)
 
     def smooth(self, raw: FaceLandmarks, timestamp_ns: int) -> None:
-        """Take this frame's raw landmarks and update the smoothed ones and the motion."""
-        if self.smoother.started:
-            (x0, y0), (x1, y1) = self.centre, box_centre(raw.box())
-            self.velocity = (x1 - x0, y1 - y0)
+        """Take this frame's raw landmarks and update the smoothed ones and the motion.
+
+        The motion is measured between landmarks the model gave only: measured
+        against a coasted frame (itself moved by the motion) it would flip sign
+        each frame, and a still face taking turns would swing by it."""
+        self._since_model += 1
+        if not raw.coasted:
+            x1, y1 = box_centre(raw.box())
+            if self._model_centre is not None:
+                (x0, y0), frames = self._model_centre, self._since_model
+                self.velocity = ((x1 - x0) / frames, (y1 - y0) / frames)
+            self._model_centre, self._since_model = (x1, y1), 0
         points = self.smoother(raw.points, timestamp_ns, scale=inter_ocular(raw.points))
         self.raw = raw
         self.landmarks = FaceLandmarks(points=points, presence=raw.presence, roi=raw.roi)

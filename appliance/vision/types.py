@@ -50,6 +50,7 @@ class FaceLandmarks:
     fresh_eye: int | None = None
     # with ``light``: FaceMesh v1's own 468 points, before the iris model refined the eyes
     unrefined: FloatArray | None = None
+    coasted: bool = False  # no model ran: the face's last landmarks moved on by its motion
 
     @property
     def xy(self) -> FloatArray:
