@@ -19,6 +19,8 @@ from appliance.gpio import pin_factory
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_analyzer
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.landmarks import LandmarkModel
+from appliance.vision.light_landmarks import LightLandmarkModel
 from tests.test_web_support import Mirror, build_app, build_mirror, login
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,6 +87,20 @@ def shared_media(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} absent: shared test media is only on development machines")
     return path
+
+
+def landmark_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the landmark model runs (full and light): the list grows by one per run."""
+    runs: list[int] = []
+    for cls in (LandmarkModel, LightLandmarkModel):
+        original = cls.run
+
+        def counted(self: object, *args: object, _run: object = original, **kw: object) -> object:
+            runs.append(1)
+            return _run(self, *args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(cls, "run", counted)
+    return runs
 
 
 def media_frames(name: str, count: int, size: tuple[int, int] | None = None) -> list[np.ndarray]:

@@ -16,7 +16,6 @@ from appliance.tools.real_variants import FAR_FACE_PX, FAR_SIZE, _background, fa
 from appliance.vision import analyzer as analyzer_module
 from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
 from appliance.vision.face_pool import CALLER, FacePool
-from appliance.vision.landmarks import LandmarkModel
 from appliance.vision.light_landmarks import (
     _EYES,
     LIGHT_BELOW_PX,
@@ -27,7 +26,7 @@ from appliance.vision.liveness import LivenessGate
 from appliance.vision.roi import roi_from_landmarks
 from appliance.vision.tracker import Tracker, inter_ocular
 from appliance.vision.types import FaceLandmarks, Roi
-from tests.conftest import media_frames
+from tests.conftest import landmark_runs, media_frames
 
 FRAME_NS = 33_333_333
 IRISES = (468, 473)
@@ -208,15 +207,7 @@ def test_a_crowd_takes_turns(
     face's landmarks every other frame, the others coasting on their last motion (the
     ladder's last level). A pair, which the face pool runs at once, runs every frame."""
     assert analyzer.alternate_crowds  # ``auto``
-    counted: list[int] = []
-    for cls in (LandmarkModel, LightLandmarkModel):
-        original = cls.run
-
-        def count(self: object, *args: object, _run: object = original, **kw: object) -> object:
-            counted.append(1)
-            return _run(self, *args, **kw)  # type: ignore[operator]
-
-        monkeypatch.setattr(cls, "run", count)
+    counted = landmark_runs(monkeypatch)
     image = _tile(analyzer, astronaut, faces, 400)
     pool = FacePool()
     pool.parallel = True

@@ -21,12 +21,10 @@ from appliance.media.frames import Frame
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
-from appliance.vision.landmarks import LandmarkModel
-from appliance.vision.light_landmarks import LightLandmarkModel
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
 from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular
 from appliance.vision.types import Detection
-from tests.conftest import shared_media
+from tests.conftest import landmark_runs, shared_media
 
 FRAME_NS = 33_333_333  # 30 fps
 TILE = 240  # side of one face tile
@@ -421,15 +419,7 @@ def test_landmarks_every_other_frame_take_the_faces_in_turn(
     """The ladder's last level: each followed face's landmark models run every other frame,
     faces in turn (about half of them a frame), the others coasting on their last motion;
     a face the liveness gate waits for runs every frame. Ids stay, and nothing is lost."""
-    runs: list[int] = []
-    for cls in (LandmarkModel, LightLandmarkModel):
-        original = cls.run
-
-        def counted(self: object, *args: object, _run: object = original, **kw: object) -> object:
-            runs.append(1)
-            return _run(self, *args, **kw)  # type: ignore[operator]
-
-        monkeypatch.setattr(cls, "run", counted)
+    runs = landmark_runs(monkeypatch)
     tracker = Tracker(analyzer, detect_every=30, policy="all", max_faces=3)
     frames = still_clip(three_faces, frames=9, seed=5)
     tracker.update(frames[0], 0)  # found and followed: every face's models run
