@@ -176,7 +176,7 @@ def test_a_crowd_gets_the_light_landmarks(
     """Big faces (320 px crops) on two CPUs: two run at once on the face pool, each on the
     full model; a third would wait its turn, so three or more all get the light models.
     A face the liveness gate waits for keeps the full one even in a crowd."""
-    assert analyzer.light_crowds  # ``auto``
+    assert analyzer.crowds  # ``auto``
     image = _tile(analyzer, astronaut, faces, 400)  # faces 200 px tall
     pool = FacePool()
     pool.parallel = True  # two faces at once (as on two CPUs), whatever this machine has
@@ -206,7 +206,7 @@ def test_a_crowd_takes_turns(
     """On two CPUs a crowd's faces also take turns from the first frame (``auto``): each
     face's landmarks every other frame, the others coasting on their last motion (the
     ladder's last level). A pair, which the face pool runs at once, runs every frame."""
-    assert analyzer.alternate_crowds  # ``auto``
+    assert analyzer.crowds  # ``auto``
     counted = landmark_runs(monkeypatch)
     image = _tile(analyzer, astronaut, faces, 400)
     pool = FacePool()

@@ -71,11 +71,10 @@ class FaceAnalyzer:
     # FaceMesh v1 and the iris model (``light_landmarks``); None: every face gets the full one
     light_models: tuple[Path, Path] | None = None
     light_always: bool = False  # every face on the light models (see ``from_store``)
-    # a crowd (more faces than the face pool runs at once) on the light models: ``auto``
-    light_crowds: bool = False
-    # a crowd's faces also take turns: each face's landmarks every other frame, coasting on
-    # its last motion in between (the ladder's last level, from the first frame): ``auto``
-    alternate_crowds: bool = False
+    # a crowd (more faces than the face pool runs at once) on the light models, taking
+    # turns: each face's landmarks every other frame, coasting on its last motion in
+    # between (the ladder's last level, from the first frame): ``auto``
+    crowds: bool = False
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
     _light: dict[int, LightLandmarkModel] = field(default_factory=dict, repr=False)
@@ -171,7 +170,7 @@ class FaceAnalyzer:
         the degrade ladder's level), for every face when the process has one CPU (there
         the attention model cannot run on two threads, and costs three times the light
         one) and for a crowd: more faces than the face pool runs at once, whose faces
-        then also take turns (``alternate_crowds``)."""
+        then also take turns (``crowds``)."""
         name = "face_detector_short" if kind == "short" else "face_detector_full"
         detector = FaceDetector(backend.load(store.path(name)), kind, min_score, max_faces)
         mesh = LandmarkModel(backend.load(store.path("face_landmarks")))
@@ -184,7 +183,7 @@ class FaceAnalyzer:
             landmarks == "light" or (landmarks == "auto" and usable_cpus() == 1)
         )
         crowds = light is not None and landmarks == "auto"
-        return cls(detector, mesh, verifier, backend, tiles, hands, light, always, crowds, crowds)
+        return cls(detector, mesh, verifier, backend, tiles, hands, light, always, crowds)
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

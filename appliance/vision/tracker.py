@@ -251,18 +251,18 @@ class Tracker:
         # detecting every frame means this frame's own detection: in line
         ahead = self._ahead if self.detect_every > 1 else None
         found = ahead.ready() if ahead is not None else None
+        scan = self._scan_due()
         # a scan (room for more faces) stays in line only where the helper cannot run it
-        inline_scan = ahead is not None and not ahead.scans and self._scan_due()
+        inline_scan = ahead is not None and not ahead.scans and scan
         if not self._tracks or lost or (due and (ahead is None or inline_scan)):
             if ahead is not None:
                 ahead.cancel()
-            candidates = self._detect(image, followed, timings)
+            candidates = self._detect(image, followed, timings, scan)
         elif found is not None:  # the detection started a frame or two ago
             candidates = self._take(image, found, followed, timings, time.perf_counter())
         else:
             if due and ahead is not None:
                 start = time.perf_counter()
-                scan = self._scan_due()
                 if ahead.start(image, scan) and scan:
                     self._since_scan = 0
                 add_stage_ms(timings, "detect", start)
@@ -278,8 +278,7 @@ class Tracker:
         start = time.perf_counter()
         self._frames += 1
 
-        # the ladder's last level, or a crowd (``FaceAnalyzer.alternate_crowds``)
-        turns = self.alternate or (self.analyzer.alternate_crowds and self._crowd)
+        turns = self.alternate or self._crowd  # the ladder's last level, or a crowd
 
         def one(worker: int, track: Track) -> FaceLandmarks:
             watched = self.watching(track.track_id)  # the liveness gate sees every frame
@@ -294,8 +293,9 @@ class Tracker:
 
     @property
     def _crowd(self) -> bool:
-        """More faces (the last frame's, until this one commits) than the pool runs at once."""
-        return len(self._tracks) > self.pool.width
+        """With ``FaceAnalyzer.crowds``: more faces (the last frame's, until this one
+        commits) than the pool runs at once."""
+        return self.analyzer.crowds and len(self._tracks) > self.pool.width
 
     def _scan_due(self) -> bool:
         """Whether a detection now includes the tile scan (small faces): while there is
@@ -304,10 +304,10 @@ class Tracker:
         return len(self._tracks) < self.limit and self._since_scan >= max(1, self.detect_every)
 
     def _detect(
-        self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float]
+        self, image: Image, followed: list[FaceLandmarks], timings: dict[str, float], scan: bool
     ) -> list[_Candidate]:
+        """This frame's detection, in line; with the tile scan's next tiles when ``scan``."""
         start = time.perf_counter()
-        scan = self._scan_due()
         self._since_scan = 0 if scan else self._since_scan
         found = self.analyzer.candidates(image, scan=scan)
         return self._take(image, found, followed, timings, start)
@@ -407,8 +407,7 @@ class Tracker:
         ``light_always``) or in a crowd (more faces than the pool runs at once, with
         ``auto`` landmarks), get the light landmarks, unless ``watched`` for liveness."""
         # in a crowd each pair's attention models run on one thread each (7.8 ms here)
-        crowd = self.analyzer.light_crowds and self._crowd
-        everyone = self.light or self.analyzer.light_always or crowd
+        everyone = self.light or self.analyzer.light_always or self._crowd
         light = None
         if not watched and wants_light(roi, before, everyone):
             light = self.analyzer.light_on(worker)
