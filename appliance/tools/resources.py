@@ -6,7 +6,8 @@ cores read 200 %), and the peak resident set size seen by a sampler thread
 reading ``/proc/self/statm``. Where ``/proc`` is absent the peak falls back to
 ``getrusage``'s ``ru_maxrss``, which is the peak of the whole process life.
 The same sampler follows the CPU time of each thread (``thread_cpu``):
-``thread_cpu_ms`` by thread name.
+``thread_cpu_ms`` by thread name. Child processes (the swap helper) count in
+the CPU time and the resident size: they do this process's work.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from types import TracebackType
 
 from typing_extensions import Self
 
-from appliance.tools.thread_cpu import ThreadCpu
+from appliance.tools.thread_cpu import PROC, ThreadCpu, child_pids
 
 logger = logging.getLogger(__name__)
 
@@ -30,13 +31,21 @@ STATM = Path("/proc/self/statm")
 MIB = 1024 * 1024
 
 
-def rss_bytes() -> int | None:
+def rss_bytes(statm: Path = STATM) -> int | None:
     """The current resident set size, or None where ``/proc`` cannot tell."""
     try:
-        resident_pages = int(STATM.read_text().split()[1])
+        resident_pages = int(statm.read_text().split()[1])
     except (OSError, IndexError, ValueError):
         return None
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def family_rss_bytes() -> int | None:
+    """The resident size of this process and its child processes together."""
+    own = rss_bytes()
+    if own is None:
+        return None
+    return own + sum(rss_bytes(PROC / str(pid) / "statm") or 0 for pid in child_pids())
 
 
 def max_rss_bytes() -> int:
@@ -69,7 +78,7 @@ class ResourceMeter:
         return self.peak_rss_bytes / MIB
 
     def __enter__(self) -> Self:
-        self.peak_rss_bytes = rss_bytes() or 0
+        self.peak_rss_bytes = family_rss_bytes() or 0
         self._threads.start()
         if self.peak_rss_bytes:
             self._stop.clear()
@@ -92,11 +101,12 @@ class ResourceMeter:
             self._stop.set()
             self._thread.join()
             self._thread = None
-            self.peak_rss_bytes = max(self.peak_rss_bytes, rss_bytes() or 0)
+            self.peak_rss_bytes = max(self.peak_rss_bytes, family_rss_bytes() or 0)
         self._threads.update()
         self.thread_cpu_ms = self._threads.by_name()
+        self.cpu_s += self._threads.children_ms() / 1000.0
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.peak_rss_bytes = max(self.peak_rss_bytes, rss_bytes() or 0)
+            self.peak_rss_bytes = max(self.peak_rss_bytes, family_rss_bytes() or 0)
             self._threads.update()

@@ -4,8 +4,11 @@ Each task's ``schedstat`` holds its time on a CPU in nanoseconds (``stat``'s
 utime + stime, in clock ticks, where it is absent). Python threads are named
 by their ``threading`` name through their native id; the runtimes' own
 threads (OpenCV's and XNNPACK's pools) have no Python name and are added up
-under ``NATIVE``. A thread that ends keeps the time last sampled for it, so
-callers sample every few tens of milliseconds while the work runs.
+under ``NATIVE``. The threads of this process's child processes (the swap
+helper, ``pipeline.swap_helper``) are counted too, under ``CHILD``: their work
+is this process's work done elsewhere. A thread that ends keeps the time last
+sampled for it, so callers sample every few tens of milliseconds while the
+work runs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 TASKS = Path("/proc/self/task")
 NATIVE = "native"
+CHILD = "helper"
+PROC = Path("/proc")
 _TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
@@ -51,6 +56,28 @@ def sample(tasks: Path = TASKS) -> dict[int, int]:
     return out
 
 
+def child_pids(tasks: Path = TASKS) -> list[int]:
+    """The child processes of this process (every thread's), where ``/proc`` lists them."""
+    pids: list[int] = []
+    try:
+        for task in tasks.iterdir():
+            try:
+                pids += [int(p) for p in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        return []
+    return pids
+
+
+def sample_children(tasks: Path = TASKS, proc: Path = PROC) -> dict[int, int]:
+    """CPU time (ns) of every task of this process's child processes now, by task id."""
+    out: dict[int, int] = {}
+    for pid in child_pids(tasks):
+        out.update(sample(proc / str(pid) / "task"))
+    return out
+
+
 def python_names() -> dict[int, str]:
     """The ``threading`` name of each live Python thread, by native id."""
     return {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
@@ -66,14 +93,22 @@ class ThreadCpu:
         self._names: dict[int, str] = {}
 
     def start(self) -> None:
-        self._start = sample(self.tasks)
+        children = sample_children(self.tasks)
+        self._start = sample(self.tasks) | children
         self._last = dict(self._start)
-        self._names = python_names()
+        self._names = python_names() | dict.fromkeys(children, CHILD)
 
     def update(self) -> None:
         """Take a sample (threads that started since are counted from zero)."""
+        children = sample_children(self.tasks)
         self._last.update(sample(self.tasks))
+        self._last.update(children)
         self._names.update(python_names())
+        self._names.update(dict.fromkeys(children, CHILD))
+
+    def children_ms(self) -> float:
+        """Milliseconds of CPU of the child processes' threads (part of ``by_name``)."""
+        return self.by_name().get(CHILD, 0.0)
 
     def by_name(self) -> dict[str, float]:
         """Milliseconds of CPU per thread name (repeated names added up), largest first."""
