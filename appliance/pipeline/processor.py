@@ -15,12 +15,21 @@ without a swap keeps its full resolution).
 swapped only once its track is LIVE, and until then the frame shows it as it
 is, with the prompt (``liveness_stage``). None (files, stills, the demo
 photo: not a visitor in front of the camera) swaps every face.
+
+Faces' landmarks run two at a time (``FacePool``). The swap holds Python's
+lock most of its time, so each face after the first (the largest) is swapped
+in a helper process of its own (``swap_helper``; at most one per usable CPU),
+all at once while this thread swaps the first. A helper is started the first
+time a frame has that many faces and replaced a minute after it fails; its
+faces are swapped here until it is up (two at a time, on the pool).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
+from typing import TypedDict
 
 import cv2
 
@@ -28,9 +37,11 @@ from appliance.config import LivenessSettings
 from appliance.media.frames import Frame, Image
 from appliance.pipeline.liveness_stage import LivenessStage
 from appliance.pipeline.quality import QualityLevel
+from appliance.pipeline.swap_helper import Sent, SwapHelper
 from appliance.timing import add_stage_ms
 from appliance.vision.analyzer import FaceAnalyzer
-from appliance.vision.face_pool import ALONE, CALLER, FacePool
+from appliance.vision.blend import ColourMemory
+from appliance.vision.face_pool import ALONE, CALLER, FacePool, usable_cpus
 from appliance.vision.identity import Identity
 from appliance.vision.label import Labeler
 from appliance.vision.one_euro import OneEuroParams
@@ -38,9 +49,40 @@ from appliance.vision.reliability import swap_weight, yaw_degrees
 from appliance.vision.shape_transfer import ShapeTransfer, head_pose
 from appliance.vision.swap_geometric import GeometricSwapper
 from appliance.vision.tracker import Policy, Track, Tracker
-from appliance.vision.types import FaceLandmarks
+from appliance.vision.types import FaceLandmarks, FloatArray
 
 logger = logging.getLogger(__name__)
+
+
+class SwapArgs(TypedDict):
+    strength: float
+    target: FloatArray | None
+    colour: ColourMemory
+    own_eyes: tuple[float, float]
+
+
+HELPER_RESTART_S = 60.0  # a swap helper process that failed is replaced this much later
+HELPER_AFTER_FRAMES = 2  # helpers start on the second frame in a row with several faces
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One face's swap this frame, before it is done: the stage timings so far, how
+    strongly, onto what mesh (None: the visitor's own) and how much of each own eye."""
+
+    timings: dict[str, float]
+    strength: float
+    target: FloatArray | None
+    own_eyes: tuple[float, float]
+
+    def swap_args(self, colour: ColourMemory) -> SwapArgs:
+        """The keyword arguments of ``GeometricSwapper.swap`` (and ``SwapHelper.send``)."""
+        return {
+            "strength": self.strength,
+            "target": self.target,
+            "colour": colour,
+            "own_eyes": self.own_eyes,
+        }
 
 
 def _policy(max_faces: int) -> Policy:
@@ -61,6 +103,7 @@ class FrameProcessor:
         redetect_every: int = 5,
         smoothing: OneEuroParams | None = None,
         liveness: LivenessSettings | None = None,
+        swap_process: bool = True,
     ) -> None:
         self.analyzer = analyzer
         self.swapper = swapper
@@ -84,6 +127,14 @@ class FrameProcessor:
         self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
         self.liveness = LivenessStage(liveness, labeler)
         self.tracker.watching = self.liveness.watching  # faces not yet LIVE: full landmarks
+        # faces after the first are swapped in helper processes (``swap_helper``) where
+        # two can run at once and the swap is the embedded geometric one (the helpers
+        # run no other)
+        self.swap_process = (
+            swap_process and self.pool.parallel and type(swapper) is GeometricSwapper
+        )
+        self.helpers: list[SwapHelper] = []
+        self._crowd_frames = 0  # frames in a row with more than one face to swap
 
     @property
     def max_faces(self) -> int:
@@ -140,7 +191,7 @@ class FrameProcessor:
         identity = self.identity
         if identity is not None:
             stamp = frame.capture_ns
-            done = self.pool.map(lambda w, t: self._swap(work, t, identity, stamp), verified)
+            done = self._swap_faces(work, verified, identity, stamp)
             for ok, stages in done:
                 swapped |= ok
                 for stage, ms in stages.items():
@@ -159,6 +210,66 @@ class FrameProcessor:
             self.liveness.draw_prompt(frame.image)
         return frame
 
+    def wait_helpers(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the helper processes started so far to be ready;
+        whether there are any and they all are."""
+        deadline = time.monotonic() + timeout_s
+        ready = [h.wait_ready(max(0.0, deadline - time.monotonic())) for h in self.helpers]
+        return bool(ready) and all(ready)
+
+    def _swap_faces(
+        self, image: Image, tracks: list[Track], identity: Identity, stamp_ns: int
+    ) -> list[tuple[bool, dict[str, float]]]:
+        """Swap every face of ``tracks`` (in place): the first ones here (on the pool),
+        the last ones each in a ready helper process, at the same time."""
+        helpers = self._ready_helpers(len(tracks) - 1)
+        mine = len(tracks) - len(helpers)
+        out: list[tuple[bool, dict[str, float]]] = [(False, {})] * len(tracks)
+        sent: list[tuple[int, SwapHelper, _Plan, Sent]] = []
+        unsent: list[tuple[int, _Plan]] = []
+        for index, helper in enumerate(helpers, start=mine):
+            plan = self._plan(image, tracks[index], identity, stamp_ns)
+            if plan is None:
+                continue
+            face, colour = tracks[index].landmarks, tracks[index].state.colour
+            settings = self.swapper.settings
+            started = helper.send(image, face, identity, settings, **plan.swap_args(colour))
+            if started is None:
+                unsent.append((index, plan))
+            else:
+                sent.append((index, helper, plan, started))
+        out[:mine] = self.pool.map(
+            lambda _, t: self._swap(image, t, identity, stamp_ns), tracks[:mine]
+        )
+        for index, helper, plan, started in sent:
+            state = tracks[index].state
+            done = helper.receive(image, started, state.colour)
+            if done is None:
+                unsent.append((index, plan))
+                continue
+            swapped, stages, state.colour = done
+            out[index] = swapped, plan.timings | stages
+        for index, plan in unsent:
+            out[index] = self._apply(image, tracks[index], identity, plan)
+        return out
+
+    def _ready_helpers(self, count: int) -> list[SwapHelper]:
+        """The helper processes ready for ``count`` faces (up to one per usable CPU);
+        from the second frame in a row with more than one face (not for a photo), starts
+        any missing, and replaces any failed ``HELPER_RESTART_S`` ago."""
+        self._crowd_frames = self._crowd_frames + 1 if count > 0 else 0
+        if not self.swap_process or self._crowd_frames < HELPER_AFTER_FRAMES:
+            return []
+        count = min(count, usable_cpus())
+        now = time.monotonic()
+        for i in range(count):
+            helper = self.helpers[i] if i < len(self.helpers) else None
+            if helper is None:
+                self.helpers.append(SwapHelper())
+            elif helper.failed and now - helper.failed_at >= HELPER_RESTART_S:
+                self.helpers[i] = SwapHelper()
+        return [h for h in self.helpers[:count] if h.ready]
+
     def _swap(
         self, image: Image, track: Track, identity: Identity, stamp_ns: int
     ) -> tuple[bool, dict[str, float]]:
@@ -168,7 +279,14 @@ class FrameProcessor:
         it fades out as the face leaves the frame, turns away or gets tiny. What is
         remembered about the face from frame to frame is kept with its track.
         """
-        timings: dict[str, float] = {}
+        plan = self._plan(image, track, identity, stamp_ns)
+        if plan is None:
+            return False, {}
+        return self._apply(image, track, identity, plan)
+
+    def _plan(self, image: Image, track: Track, identity: Identity, stamp_ns: int) -> _Plan | None:
+        """How strongly and onto what mesh this frame swaps the face; None when it
+        has faded out. (Updates the face's fade and eye hand-over: once a frame.)"""
         start = time.perf_counter()
         face = track.landmarks
         pose = head_pose(identity, face.points)
@@ -176,23 +294,24 @@ class FrameProcessor:
         state = track.state
         strength = state.fade.update(weight, stamp_ns)
         if strength <= 0.0:
-            return False, timings
+            return None
         target = None
         if self.shaper.strength > 0:
             target = self.shaper.target(state.neutral, face.points, identity, pose, strength)
+        timings: dict[str, float] = {}
         add_stage_ms(timings, "shape", start)
         own_eyes = state.eyes.own_eyes(face.points, stamp_ns, self.swapper.settings.eyes)
+        return _Plan(timings, strength, target, own_eyes)
+
+    def _apply(
+        self, image: Image, track: Track, identity: Identity, plan: _Plan
+    ) -> tuple[bool, dict[str, float]]:
+        """The swap ``plan`` made, here."""
+        colour = track.state.colour
         swapped = self.swapper.swap(
-            image,
-            face,
-            identity,
-            timings,
-            strength=strength,
-            target=target,
-            colour=state.colour,
-            own_eyes=own_eyes,
+            image, track.landmarks, identity, plan.timings, **plan.swap_args(colour)
         )
-        return swapped, timings
+        return swapped, plan.timings
 
     def _scaled(self, image: Image, timings: dict[str, float]) -> Image:
         """``image`` itself, or a copy scaled down to ``max_height`` lines."""

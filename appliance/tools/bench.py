@@ -69,6 +69,7 @@ STAGES = (
 )
 LATENCY_BUDGET_MS = 200.0
 WARMUP_FRAMES = 3
+HELPER_WAIT_S = 10.0
 TELEMETRY_WINDOW = 1024  # latency samples kept at least (the runner's default)
 END_GRACE_S = 10.0  # how long past the clip's own length a pipeline run may take
 
@@ -178,9 +179,13 @@ def run_variant(
 
 
 def _warm_up(clip: JpegClip, processor: FrameProcessor) -> None:
-    """Run the models on a few frames (first inferences are slow), then forget them."""
+    """Run the models on a few frames (first inferences are slow), then forget them; a
+    swap helper processes those frames started are waited for (up a second after a
+    crowd first appears, and then for good: the runs measure them at work)."""
     for index in range(min(WARMUP_FRAMES, len(clip))):
         processor.process(Frame(clip.decode(index), index, time.monotonic_ns()))
+    if processor.wait_helpers(HELPER_WAIT_S):
+        processor.process(Frame(clip.decode(0), 0, time.monotonic_ns()))  # its first swaps
     processor.reset()
     gc.collect()
 

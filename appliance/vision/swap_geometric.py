@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 _SHIFT = 4  # sub-pixel bits for OpenCV polygon drawing
 _ONE = 1 << _SHIFT
 _MIN_FACE_PX = 12
+_REGION_MARGIN = 4  # pixels around the face's box in ``swap_region``
 _MAP_STEP = 2  # the finest coarse-grid step for the source map of a large face
 _MAP_STEP_MIN_PX = 96  # a face box narrower than this is mapped pixel by pixel
 # the warp's coarse map has about this many cells down the face (map_step): the
@@ -258,6 +259,20 @@ def _face_box(points: FloatArray, shape: tuple[int, ...]) -> tuple[int, int, int
     if x1 - x0 < _MIN_FACE_PX or y1 - y0 < _MIN_FACE_PX:
         return None
     return x0, y0, x1, y1
+
+
+def swap_region(points: FloatArray, shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
+    """The part of a frame (x0, y0, x1, y1) the swap of a face with the mesh ``points``
+    (the target mesh, or the visitor's landmarks) reads and writes, with a margin; None
+    for a face too small to swap. The swap of that part alone (``points`` moved with it)
+    finds the same box in it: the margin keeps its edges off the box's."""
+    box = _face_box(points, shape)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    h, w = shape[:2]
+    margin = _REGION_MARGIN
+    return max(0, x0 - margin), max(0, y0 - margin), min(w, x1 + margin), min(h, y1 + margin)
 
 
 def _rasterise(

@@ -1,0 +1,271 @@
+"""Helper processes for the swaps of a frame's second and further faces.
+
+The geometric swap is many small NumPy and OpenCV calls, and Python holds its
+lock (the GIL) between them: on the 2-core development machine two faces of a
+tiled 640x480 frame took 13.9 ms swapped one after the other and 13.8 ms on
+two threads (1280x720: 16.1 and 13.9). Threads do help the landmark models,
+which run without the lock, but not the swap.
+
+So each face after the first can go to a helper process of its own
+(``FrameProcessor``): the part of the frame the swap reads and writes (the
+face's box) goes over a socket with the face's landmarks, target mesh and
+eased colour memory; the swapped box and the memory come back, and the
+pixels the swap changed are copied into the frame. The identity goes once,
+and again when it changes. The process thread sends every helper its face,
+swaps the first face itself, then takes the replies.
+
+A helper is a fresh interpreter running this module (not ``fork``: the
+runtimes' own threads make it unsafe; not ``multiprocessing``'s ``spawn``,
+which runs the caller's main script again), started the first time a frame
+has that many faces and used once it says it is ready (importing OpenCV
+takes about a second). Until then, and for good if it fails (it dies, hangs
+past ``REPLY_TIMEOUT_S`` or cannot take the work), its faces are swapped in
+the process as before, with a warning in the log (the processor starts a new
+helper a minute later). A face it could not swap for a reason of that face
+alone (an error in the swap) is swapped in the process, and the helper kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import numpy as np
+
+from appliance.config import SwapSettings
+from appliance.media.frames import Image
+from appliance.vision.blend import ColourMemory
+from appliance.vision.identity import Identity
+from appliance.vision.swap_geometric import GeometricSwapper, swap_region
+from appliance.vision.types import FaceLandmarks, FloatArray
+
+logger = logging.getLogger(__name__)
+
+REPLY_TIMEOUT_S = 2.0  # a swap takes milliseconds; this long means the helper is stuck
+STOP_TIMEOUT_S = 2.0
+_READY = "ready"
+
+# what a swap returns: whether it changed the frame, its stage timings and the
+# face's colour memory after it
+Swapped = tuple[bool, dict[str, float], ColourMemory]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """A swap under way: the frame's region (x0, y0, x1, y1) and its pixels as sent;
+    None for a face with nothing to swap."""
+
+    region: tuple[int, int, int, int] | None
+    box: Image | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SwapJob:
+    """One face's swap, in the coordinates of its box (``swap_region``)."""
+
+    settings: SwapSettings
+    box: Image  # the frame's pixels inside the face's box
+    face: FaceLandmarks
+    strength: float
+    target: FloatArray | None
+    colour: ColourMemory
+    own_eyes: tuple[float, float]
+
+
+class SwapHelper:
+    """One helper process; one swap at a time, sent and received by one thread."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        # this very package, wherever it was imported from (a wheel, a source checkout)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
+        fd = theirs.fileno()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _ENTRY, str(fd)], pass_fds=(fd,), env=env, close_fds=True
+        )
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        self._ready = False
+        self.failed = False
+        self.failed_at = 0.0  # time.monotonic() when it failed
+        self.swaps = 0  # faces it has swapped
+        self._identity: Identity | None = None  # the one the helper has
+        self._stop = weakref.finalize(self, _stop, self._conn, self._process)
+        logger.info("swap helper process %d starting", self._process.pid)
+
+    @property
+    def pid(self) -> int:
+        """The helper process's id."""
+        return self._process.pid
+
+    @property
+    def ready(self) -> bool:
+        """Whether the helper can take work now (never blocks)."""
+        if self.failed:
+            return False
+        if not self._ready:
+            try:
+                if self._conn.poll():
+                    self._ready = self._conn.recv() == _READY
+            except (OSError, EOFError) as exc:
+                self._fail(f"it did not start: {exc}")
+        return self._ready
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the helper to be ready; whether it is."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready and not self.failed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.ready
+
+    def send(
+        self,
+        frame: Image,
+        face: FaceLandmarks,
+        identity: Identity,
+        settings: SwapSettings,
+        *,
+        strength: float,
+        target: FloatArray | None,
+        colour: ColourMemory,
+        own_eyes: tuple[float, float],
+    ) -> Sent | None:
+        """Start the swap of one face of ``frame`` in the helper, like
+        ``GeometricSwapper.swap`` (the face's box is copied now: the frame may change
+        meanwhile); ``receive`` ends it. None when the helper cannot take it (the caller
+        swaps it itself)."""
+        if not self.ready:
+            return None
+        region = swap_region(face.points if target is None else target, frame.shape)
+        if region is None:
+            return Sent(None, None)
+        x0, y0, x1, y1 = region
+        offset = np.array((x0, y0, 0), np.float32)
+        box = np.array(frame[y0:y1, x0:x1])
+        job = SwapJob(
+            settings,
+            box,
+            dataclasses.replace(face, points=face.points - offset),
+            strength,
+            None if target is None else target - offset,
+            colour,
+            own_eyes,
+        )
+        try:
+            if identity is not self._identity:
+                self._conn.send(identity)
+                self._identity = identity
+            self._conn.send(job)
+        except (OSError, ValueError) as exc:  # a dead pipe, a job that won't pickle
+            self._fail(f"{type(exc).__name__}: {exc}")
+            return None
+        return Sent(region, box)
+
+    def receive(self, frame: Image, sent: Sent, colour: ColourMemory) -> Swapped | None:
+        """The swap ``send`` started: its pixels written into ``frame`` (only those it
+        changed: a neighbouring face swapped meanwhile keeps its own), whether it
+        changed any, its stage timings and the face's colour memory after it (``colour``
+        when there was nothing to swap). None when the helper failed it (the caller
+        swaps the face itself)."""
+        if sent.region is None or sent.box is None:
+            return False, {}, colour
+        try:
+            if not self._conn.poll(REPLY_TIMEOUT_S):
+                self._fail(f"no reply in {REPLY_TIMEOUT_S:g} s")
+                return None
+            reply = self._conn.recv()
+        except (OSError, EOFError) as exc:
+            self._fail(f"{type(exc).__name__}: {exc}")
+            return None
+        if isinstance(reply, str):  # the swap itself failed there
+            logger.warning("the swap helper could not swap a face (%s); swapped here", reply)
+            return None
+        swapped, timings, memory, box = reply
+        if swapped:
+            x0, y0, x1, y1 = sent.region
+            changed = np.any(box != sent.box, axis=2)
+            frame[y0:y1, x0:x1][changed] = box[changed]
+        self.swaps += 1
+        return bool(swapped), dict(timings), memory
+
+    def close(self) -> None:
+        """Stop the helper process (waits a moment, then kills it)."""
+        self._stop()
+
+    def _fail(self, why: str) -> None:
+        if not self.failed:
+            logger.warning("swap helper process failed (%s); faces are swapped in process", why)
+        self.failed = True
+        self.failed_at = time.monotonic()
+        self._ready = False
+        self._stop()
+
+
+def _stop(conn: Connection, process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        conn.send(None)
+    try:
+        process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(STOP_TIMEOUT_S)
+    conn.close()
+
+
+_ENTRY = "import sys; from appliance.pipeline.swap_helper import main; main(sys.argv[1])"
+
+
+def main(fd: str) -> None:
+    """The helper process's entry: serve on the socket ``fd`` it was handed."""
+    serve(Connection(int(fd)))
+
+
+def serve(conn: Connection) -> None:
+    """The helper process's loop: an ``Identity`` to swap with, a ``SwapJob`` to do, or
+    None to stop. Each job is answered with (swapped, timings, colour memory, box), or
+    a line saying why it failed."""
+    identity: Identity | None = None
+    swapper: GeometricSwapper | None = None
+    conn.send(_READY)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):  # the main process is gone
+            return
+        if message is None:
+            return
+        if isinstance(message, Identity):
+            identity = message
+            continue
+        job: SwapJob = message
+        try:
+            if identity is None:
+                raise RuntimeError("no identity was sent")
+            if swapper is None or swapper.settings != job.settings:
+                swapper = GeometricSwapper(job.settings)
+            timings: dict[str, float] = {}
+            box = job.box
+            swapped = swapper.swap(
+                box,
+                job.face,
+                identity,
+                timings,
+                strength=job.strength,
+                target=job.target,
+                colour=job.colour,
+                own_eyes=job.own_eyes,
+            )
+            conn.send((swapped, timings, job.colour, box))
+        except Exception as exc:  # one face's failure; the helper goes on
+            conn.send(f"{type(exc).__name__}: {exc}")
