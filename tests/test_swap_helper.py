@@ -98,6 +98,7 @@ def test_a_helper_that_dies_is_taken_over_by_the_thread_and_replaced(
     _run(proc, frames[2:3], 2)
     helper, other = proc.helpers
     assert helper.swaps == other.swaps == 1
+    assert helper.pid is not None
     os.kill(helper.pid, signal.SIGKILL)  # an OOM kill, a crash
     with caplog.at_level(logging.WARNING):
         _run(proc, frames[3:4], 3)  # every face still swapped
@@ -149,3 +150,18 @@ def test_the_cpu_of_child_processes_counts() -> None:
     assert cpu.by_name().get(CHILD, 0.0) >= 250.0
     assert meter.thread_cpu_ms.get(CHILD, 0.0) >= 250.0
     assert meter.cpu_s >= 0.25
+
+
+@two_cpus
+def test_a_helper_that_cannot_start_leaves_the_faces_to_the_process(
+    store: ModelStore,
+    astronaut: np.ndarray,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python3")  # an embedded Python
+    proc = _processor(store, True)
+    with caplog.at_level(logging.WARNING):
+        _run(proc, _frames(astronaut, 3))  # every face swapped, every frame
+    assert proc.helpers and all(h.failed and h.pid is None for h in proc.helpers)
+    assert "could not start" in caplog.text

@@ -85,29 +85,38 @@ class SwapHelper:
     """One helper process; one swap at a time, sent and received by one thread."""
 
     def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        # this very package, wherever it was imported from (a wheel, a source checkout)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
-        fd = theirs.fileno()
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _ENTRY, str(fd)], pass_fds=(fd,), env=env, close_fds=True
-        )
-        theirs.close()
-        self._conn = Connection(ours.detach())
         self._ready = False
         self.failed = False
         self.failed_at = 0.0  # time.monotonic() when it failed
         self.swaps = 0  # faces it has swapped
         self._identity: Identity | None = None  # the one the helper has
+        ours, theirs = socket.socketpair()
+        self._conn = Connection(ours.detach())
+        # this very package, wherever it was imported from (a wheel, a source checkout)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
+        fd = theirs.fileno()
+        why = ""
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-c", _ENTRY, str(fd)], pass_fds=(fd,), env=env, close_fds=True
+            )
+        except (OSError, ValueError) as exc:  # no interpreter to run (an embedded Python)
+            self._process = None
+            why = f"it could not start: {exc}"
+        finally:
+            theirs.close()
         self._stop = weakref.finalize(self, _stop, self._conn, self._process)
-        logger.info("swap helper process %d starting", self._process.pid)
+        if self._process is None:
+            self._fail(why)
+        else:
+            logger.info("swap helper process %d starting", self._process.pid)
 
     @property
-    def pid(self) -> int:
-        """The helper process's id."""
-        return self._process.pid
+    def pid(self) -> int | None:
+        """The helper process's id (None: it could not start)."""
+        return None if self._process is None else self._process.pid
 
     @property
     def ready(self) -> bool:
@@ -212,9 +221,12 @@ class SwapHelper:
         self._stop()
 
 
-def _stop(conn: Connection, process: subprocess.Popen[bytes]) -> None:
+def _stop(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
     with contextlib.suppress(OSError, ValueError):
         conn.send(None)
+    if process is None:
+        conn.close()
+        return
     try:
         process.wait(STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
