@@ -134,6 +134,9 @@ class FrameProcessor:
             swap_process and self.pool.parallel and type(swapper) is GeometricSwapper
         )
         self.helpers: list[SwapHelper] = []
+        # one per usable CPU: three tiled 640x480 faces' swaps took 19.9-21.8 ms a frame
+        # with two helpers, 21.0-22.8 with one, 24.9-27.4 on threads (two CPUs, paced)
+        self.max_helpers = usable_cpus()
         self._crowd_frames = 0  # frames in a row with more than one face to swap
 
     @property
@@ -254,13 +257,13 @@ class FrameProcessor:
         return out
 
     def _ready_helpers(self, count: int) -> list[SwapHelper]:
-        """The helper processes ready for ``count`` faces (up to one per usable CPU);
+        """The helper processes ready for ``count`` faces (up to ``max_helpers``);
         from the second frame in a row with more than one face (not for a photo), starts
         any missing, and replaces any failed ``HELPER_RESTART_S`` ago."""
         self._crowd_frames = self._crowd_frames + 1 if count > 0 else 0
         if not self.swap_process or self._crowd_frames < HELPER_AFTER_FRAMES:
             return []
-        count = min(count, usable_cpus())
+        count = min(count, self.max_helpers)
         now = time.monotonic()
         for i in range(count):
             helper = self.helpers[i] if i < len(self.helpers) else None

@@ -31,6 +31,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -239,7 +240,10 @@ _ENTRY = "import sys; from appliance.pipeline.swap_helper import main; main(sys.
 
 
 def main(fd: str) -> None:
-    """The helper process's entry: serve on the socket ``fd`` it was handed."""
+    """The helper process's entry: serve on the socket ``fd`` it was handed. Ctrl-C in
+    the terminal reaches the whole process group: the mirror stops its helpers itself
+    (and a helper whose mirror is gone stops at the socket's end)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(Connection(int(fd)))
 
 
