@@ -30,6 +30,7 @@ from appliance.tools.bench_clips import tile3
 from appliance.tools.resources import ResourceMeter
 from appliance.tools.thread_cpu import CHILD, ThreadCpu
 from appliance.vision import face_pool
+from appliance.vision.blend import ColourMemory
 from appliance.vision.face_pool import usable_cpus
 
 two_cpus = pytest.mark.skipif(usable_cpus() < 2, reason="needs two usable CPUs")
@@ -165,3 +166,30 @@ def test_a_helper_that_cannot_start_leaves_the_faces_to_the_process(
         _run(proc, _frames(astronaut, 3))  # every face swapped, every frame
     assert proc.helpers and all(h.failed and h.pid is None for h in proc.helpers)
     assert "could not start" in caplog.text
+
+
+@two_cpus
+def test_a_reply_never_taken_is_not_taken_for_the_next_face(
+    store: ModelStore, astronaut: np.ndarray
+) -> None:
+    frames = _frames(astronaut, 5)
+    helped, threaded = _processor(store, True), _processor(store, False)
+    _run(helped, frames[:2])
+    _run(threaded, frames[:2])
+    assert helped.wait_helpers(30.0)
+    # a swap sent and never received (the frame's processing failed in between), of
+    # another face than the one this helper swaps next
+    helper, face = helped.helpers[0], helped.tracks[0].landmarks
+    settings = helped.swapper.settings
+    own = (0.0, 0.0)
+    sent = helper.send(
+        frames[2].copy(), face, helped.identity, settings,
+        strength=1.0, target=None, colour=ColourMemory(), own_eyes=own,
+    )  # fmt: skip
+    assert sent is not None and sent.region is not None
+    mine = _run(helped, frames[2:], 2)
+    theirs = _run(threaded, frames[2:], 2)
+    for a, b in zip(mine, theirs, strict=True):
+        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        assert diff.max() <= 8 and (diff > 1).mean() < 1e-4
+    assert not helper.failed

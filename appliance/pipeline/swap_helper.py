@@ -39,6 +39,7 @@ import time
 import weakref
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -58,21 +59,26 @@ _READY = "ready"
 # what a swap returns: whether it changed the frame, its stage timings and the
 # face's colour memory after it
 Swapped = tuple[bool, dict[str, float], ColourMemory]
+# a helper's reply to a job: that and the swapped box (or a line saying why it failed)
+Reply = tuple[bool, dict[str, float], ColourMemory, Image]
 
 
 @dataclasses.dataclass(frozen=True)
 class Sent:
-    """A swap under way: the frame's region (x0, y0, x1, y1) and its pixels as sent;
-    None for a face with nothing to swap."""
+    """A swap under way: its job's number, the frame's region (x0, y0, x1, y1) and its
+    pixels as sent; None for a face with nothing to swap."""
 
+    number: int
     region: tuple[int, int, int, int] | None
     box: Image | None
 
 
 @dataclasses.dataclass(frozen=True)
 class SwapJob:
-    """One face's swap, in the coordinates of its box (``swap_region``)."""
+    """One face's swap, in the coordinates of its box (``swap_region``); its reply
+    carries its ``number``."""
 
+    number: int
     settings: SwapSettings
     box: Image  # the frame's pixels inside the face's box
     face: FaceLandmarks
@@ -91,6 +97,7 @@ class SwapHelper:
         self.failed_at = 0.0  # time.monotonic() when it failed
         self.swaps = 0  # faces it has swapped
         self._identity: Identity | None = None  # the one the helper has
+        self._jobs = 0  # jobs sent: a reply names its job, a stale one is dropped
         ours, theirs = socket.socketpair()
         self._conn = Connection(ours.detach())
         # this very package, wherever it was imported from (a wheel, a source checkout)
@@ -159,11 +166,13 @@ class SwapHelper:
             return None
         region = swap_region(face.points if target is None else target, frame.shape)
         if region is None:
-            return Sent(None, None)
+            return Sent(0, None, None)
         x0, y0, x1, y1 = region
         offset = np.array((x0, y0, 0), np.float32)
         box = np.array(frame[y0:y1, x0:x1])
+        self._jobs += 1
         job = SwapJob(
+            self._jobs,
             settings,
             box,
             dataclasses.replace(face, points=face.points - offset),
@@ -177,10 +186,10 @@ class SwapHelper:
                 self._conn.send(identity)
                 self._identity = identity
             self._conn.send(job)
-        except (OSError, ValueError) as exc:  # a dead pipe, a job that won't pickle
+        except Exception as exc:  # a dead socket, a job that won't pickle: the boundary
             self._fail(f"{type(exc).__name__}: {exc}")
             return None
-        return Sent(region, box)
+        return Sent(job.number, region, box)
 
     def receive(self, frame: Image, sent: Sent, colour: ColourMemory) -> Swapped | None:
         """The swap ``send`` started: its pixels written into ``frame`` (only those it
@@ -190,13 +199,8 @@ class SwapHelper:
         swaps the face itself)."""
         if sent.region is None or sent.box is None:
             return False, {}, colour
-        try:
-            if not self._conn.poll(REPLY_TIMEOUT_S):
-                self._fail(f"no reply in {REPLY_TIMEOUT_S:g} s")
-                return None
-            reply = self._conn.recv()
-        except (OSError, EOFError) as exc:
-            self._fail(f"{type(exc).__name__}: {exc}")
+        reply = self._reply(sent.number)
+        if reply is None:
             return None
         if isinstance(reply, str):  # the swap itself failed there
             logger.warning("the swap helper could not swap a face (%s); swapped here", reply)
@@ -213,13 +217,38 @@ class SwapHelper:
         """Stop the helper process (waits a moment, then kills it)."""
         self._stop()
 
+    def _reply(self, number: int) -> Reply | str | None:
+        """Job ``number``'s reply (a stale one, whose receive never came, is dropped), or
+        None when the helper failed."""
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        try:
+            while self._conn.poll(max(0.0, deadline - time.monotonic())):
+                answered, reply = self._conn.recv()
+                if answered == number:
+                    return cast("Reply | str", reply)
+            self._fail(f"no reply in {REPLY_TIMEOUT_S:g} s")
+        except Exception as exc:  # a dead socket, a reply that won't unpickle: the boundary
+            self._fail(f"{type(exc).__name__}: {exc}")
+        return None
+
     def _fail(self, why: str) -> None:
+        """Give the helper up: logged once, killed now (a stuck one would not stop)."""
         if not self.failed:
             logger.warning("swap helper process failed (%s); faces are swapped in process", why)
         self.failed = True
         self.failed_at = time.monotonic()
         self._ready = False
-        self._stop()
+        self._stop.detach()
+        _kill(self._conn, self._process)
+
+
+def _kill(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None:
+        with contextlib.suppress(OSError):
+            process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(STOP_TIMEOUT_S)
+    conn.close()
 
 
 def _stop(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
@@ -249,8 +278,8 @@ def main(fd: str) -> None:
 
 def serve(conn: Connection) -> None:
     """The helper process's loop: an ``Identity`` to swap with, a ``SwapJob`` to do, or
-    None to stop. Each job is answered with (swapped, timings, colour memory, box), or
-    a line saying why it failed."""
+    None to stop. Each job is answered with its number and (swapped, timings, colour
+    memory, box), or a line saying why it failed."""
     identity: Identity | None = None
     swapper: GeometricSwapper | None = None
     conn.send(_READY)
@@ -282,6 +311,6 @@ def serve(conn: Connection) -> None:
                 colour=job.colour,
                 own_eyes=job.own_eyes,
             )
-            conn.send((swapped, timings, job.colour, box))
+            conn.send((job.number, (swapped, timings, job.colour, box)))
         except Exception as exc:  # one face's failure; the helper goes on
-            conn.send(f"{type(exc).__name__}: {exc}")
+            conn.send((job.number, f"{type(exc).__name__}: {exc}"))
