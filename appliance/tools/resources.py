@@ -23,7 +23,7 @@ from types import TracebackType
 
 from typing_extensions import Self
 
-from appliance.tools.thread_cpu import PROC, ThreadCpu, child_pids
+from appliance.tools.thread_cpu import PROC, ThreadCpu
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +40,12 @@ def rss_bytes(statm: Path = STATM) -> int | None:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def family_rss_bytes() -> int | None:
-    """The resident size of this process and its child processes together."""
+def family_rss_bytes(children: list[int]) -> int | None:
+    """The resident size of this process and its child processes ``children`` together."""
     own = rss_bytes()
     if own is None:
         return None
-    return own + sum(rss_bytes(PROC / str(pid) / "statm") or 0 for pid in child_pids())
+    return own + sum(rss_bytes(PROC / str(pid) / "statm") or 0 for pid in children)
 
 
 def max_rss_bytes() -> int:
@@ -78,7 +78,7 @@ class ResourceMeter:
         return self.peak_rss_bytes / MIB
 
     def __enter__(self) -> Self:
-        self.peak_rss_bytes = family_rss_bytes() or 0
+        self.peak_rss_bytes = family_rss_bytes(self._threads.children) or 0
         self._threads.start()
         if self.peak_rss_bytes:
             self._stop.clear()
@@ -101,12 +101,20 @@ class ResourceMeter:
             self._stop.set()
             self._thread.join()
             self._thread = None
-            self.peak_rss_bytes = max(self.peak_rss_bytes, family_rss_bytes() or 0)
+            self.peak_rss_bytes = max(
+                self.peak_rss_bytes, family_rss_bytes(self._threads.children) or 0
+            )
         self._threads.update()
         self.thread_cpu_ms = self._threads.by_name()
         self.cpu_s += self._threads.children_ms() / 1000.0
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.peak_rss_bytes = max(self.peak_rss_bytes, family_rss_bytes() or 0)
+            self.peak_rss_bytes = max(
+                self.peak_rss_bytes, family_rss_bytes(self._threads.children) or 0
+            )
             self._threads.update()
+
+    def _note_rss(self) -> None:
+        now = family_rss_bytes(self._threads.children) or 0
+        self.peak_rss_bytes = max(self.peak_rss_bytes, now)

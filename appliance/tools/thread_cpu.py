@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,6 +26,7 @@ TASKS = Path("/proc/self/task")
 NATIVE = "native"
 CHILD = "helper"
 PROC = Path("/proc")
+CHILDREN_EVERY_S = 1.0
 _TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
@@ -70,10 +72,10 @@ def child_pids(tasks: Path = TASKS) -> list[int]:
     return pids
 
 
-def sample_children(tasks: Path = TASKS, proc: Path = PROC) -> dict[int, int]:
-    """CPU time (ns) of every task of this process's child processes now, by task id."""
+def sample_processes(pids: list[int], proc: Path = PROC) -> dict[int, int]:
+    """CPU time (ns) of every task of the processes ``pids`` now, by task id."""
     out: dict[int, int] = {}
-    for pid in child_pids(tasks):
+    for pid in pids:
         out.update(sample(proc / str(pid) / "task"))
     return out
 
@@ -86,21 +88,34 @@ def python_names() -> dict[int, str]:
 class ThreadCpu:
     """Per-thread CPU time between ``start`` and the last ``update``, by thread name."""
 
-    def __init__(self, tasks: Path = TASKS) -> None:
+    def __init__(self, tasks: Path = TASKS, children_every_s: float = CHILDREN_EVERY_S) -> None:
         self.tasks = tasks
+        self.children_every_s = children_every_s
         self._start: dict[int, int] = {}
         self._last: dict[int, int] = {}
         self._names: dict[int, str] = {}
+        self._children: list[int] = []
+        self._children_at: float | None = None
+
+    @property
+    def children(self) -> list[int]:
+        """This process's child processes, looked for at most every ``children_every_s``
+        (a file per thread to read: a sampler every 50 ms doubled its own CPU time)."""
+        now = time.monotonic()
+        if self._children_at is None or now - self._children_at >= self.children_every_s:
+            self._children, self._children_at = child_pids(self.tasks), now
+        return self._children
 
     def start(self) -> None:
-        children = sample_children(self.tasks)
+        self._children_at = None
+        children = sample_processes(self.children)
         self._start = sample(self.tasks) | children
         self._last = dict(self._start)
         self._names = python_names() | dict.fromkeys(children, CHILD)
 
     def update(self) -> None:
         """Take a sample (threads that started since are counted from zero)."""
-        children = sample_children(self.tasks)
+        children = sample_processes(self.children)
         self._last.update(sample(self.tasks))
         self._last.update(children)
         self._names.update(python_names())
