@@ -61,24 +61,42 @@ def _run(proc: FrameProcessor, frames: list[np.ndarray], first: int = 0) -> list
     return out
 
 
+Pair = tuple[FrameProcessor, FrameProcessor]
+Alike = list[tuple[np.ndarray, np.ndarray]]  # each frame as the helpers and the threads gave it
+
+
+def _pair(store: ModelStore) -> Pair:
+    """A processor with swap helpers and one swapping on threads."""
+    return _processor(store, True), _processor(store, False)
+
+
+def _run_pair(pair: Pair, frames: list[np.ndarray], first: int = 0) -> Alike:
+    helped, threaded = pair
+    mine, theirs = _run(helped, frames, first), _run(threaded, frames, first)
+    return list(zip(mine, theirs, strict=True))
+
+
+def _assert_alike(frames: Alike) -> None:
+    """The helpers' frames are the threads': the same swap; the irises' placement may
+    round a hair differently in the box."""
+    for a, b in frames:
+        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        assert diff.max() <= 8 and (diff > 1).mean() < 1e-4
+
+
 @two_cpus
 def test_a_pair_swapped_in_the_helper_process_looks_as_on_a_thread(
     store: ModelStore, astronaut: np.ndarray
 ) -> None:
     frames = _frames(astronaut, 8)
-    helped, threaded = _processor(store, True), _processor(store, False)
+    pair = helped, threaded = _pair(store)
     assert helped.swap_process and not helped.helpers  # nothing started before a crowd
-    _run(helped, frames[:2])
-    _run(threaded, frames[:2])
+    _run_pair(pair, frames[:2])
     assert not threaded.helpers
     assert len(helped.helpers) == 2 and helped.wait_helpers(30.0)  # one per face after the first
-    mine = _run(helped, frames[2:], 2)
-    theirs = _run(threaded, frames[2:], 2)
+    alike = _run_pair(pair, frames[2:], 2)
     assert [h.swaps for h in helped.helpers] == [len(frames) - 2] * 2
-    for a, b in zip(mine, theirs, strict=True):
-        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
-        # the same swap; the irises' placement may round a hair differently in the box
-        assert diff.max() <= 8 and (diff > 1).mean() < 1e-4
+    _assert_alike(alike)
     # each face's eased colour came back with it: the next frame eases from it
     assert all(t.state.colour.matrix is not None for t in helped.tracks)
     for helper in helped.helpers:
@@ -173,9 +191,8 @@ def test_a_reply_never_taken_is_not_taken_for_the_next_face(
     store: ModelStore, astronaut: np.ndarray
 ) -> None:
     frames = _frames(astronaut, 5)
-    helped, threaded = _processor(store, True), _processor(store, False)
-    _run(helped, frames[:2])
-    _run(threaded, frames[:2])
+    pair = helped, _ = _pair(store)
+    _run_pair(pair, frames[:2])
     assert helped.wait_helpers(30.0)
     # a swap sent and never received (the frame's processing failed in between), of
     # another face than the one this helper swaps next
@@ -187,9 +204,5 @@ def test_a_reply_never_taken_is_not_taken_for_the_next_face(
         strength=1.0, target=None, colour=ColourMemory(), own_eyes=own,
     )  # fmt: skip
     assert sent is not None and sent.region is not None
-    mine = _run(helped, frames[2:], 2)
-    theirs = _run(threaded, frames[2:], 2)
-    for a, b in zip(mine, theirs, strict=True):
-        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
-        assert diff.max() <= 8 and (diff > 1).mean() < 1e-4
+    _assert_alike(_run_pair(pair, frames[2:], 2))
     assert not helper.failed

@@ -243,6 +243,7 @@ class SwapHelper:
 
 
 def _kill(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
+    """Kill the helper (nothing to do for one that has ended) and close its socket."""
     if process is not None:
         with contextlib.suppress(OSError):
             process.kill()
@@ -252,17 +253,13 @@ def _kill(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
 
 
 def _stop(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
+    """Ask the helper to stop, wait a moment, then kill what is left."""
     with contextlib.suppress(OSError, ValueError):
         conn.send(None)
-    if process is None:
-        conn.close()
-        return
-    try:
-        process.wait(STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(STOP_TIMEOUT_S)
-    conn.close()
+    if process is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(STOP_TIMEOUT_S)
+    _kill(conn, process)
 
 
 _ENTRY = "import sys; from appliance.pipeline.swap_helper import main; main(sys.argv[1])"

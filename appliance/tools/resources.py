@@ -23,7 +23,7 @@ from types import TracebackType
 
 from typing_extensions import Self
 
-from appliance.tools.thread_cpu import PROC, ThreadCpu
+from appliance.tools.thread_cpu import CHILD, PROC, ThreadCpu
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ class ResourceMeter:
         return self.peak_rss_bytes / MIB
 
     def __enter__(self) -> Self:
+        self._threads.start()  # looks for the child processes afresh
         self.peak_rss_bytes = family_rss_bytes(self._threads.children) or 0
-        self._threads.start()
         if self.peak_rss_bytes:
             self._stop.clear()
             self._thread = threading.Thread(target=self._sample, name="mirror-rss", daemon=True)
@@ -101,18 +101,14 @@ class ResourceMeter:
             self._stop.set()
             self._thread.join()
             self._thread = None
-            self.peak_rss_bytes = max(
-                self.peak_rss_bytes, family_rss_bytes(self._threads.children) or 0
-            )
+            self._note_rss()
         self._threads.update()
         self.thread_cpu_ms = self._threads.by_name()
-        self.cpu_s += self._threads.children_ms() / 1000.0
+        self.cpu_s += self.thread_cpu_ms.get(CHILD, 0.0) / 1000.0
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.peak_rss_bytes = max(
-                self.peak_rss_bytes, family_rss_bytes(self._threads.children) or 0
-            )
+            self._note_rss()
             self._threads.update()
 
     def _note_rss(self) -> None:

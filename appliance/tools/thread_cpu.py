@@ -121,10 +121,6 @@ class ThreadCpu:
         self._names.update(python_names())
         self._names.update(dict.fromkeys(children, CHILD))
 
-    def children_ms(self) -> float:
-        """Milliseconds of CPU of the child processes' threads (part of ``by_name``)."""
-        return self.by_name().get(CHILD, 0.0)
-
     def by_name(self) -> dict[str, float]:
         """Milliseconds of CPU per thread name (repeated names added up), largest first."""
         totals: dict[str, float] = {}
