@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 from appliance.modelstore import ModelStore
+from appliance.tools.bench_clips import tile3
+from appliance.vision.face_pool import usable_cpus
 from tests.wheels import PIP, REPO, build_wheel
 
 
@@ -106,3 +108,25 @@ def test_installed_swap_image_swaps(installed: Path, tmp_path: Path, store: Mode
     after = cv2.imread(str(out))
     assert after is not None and after.shape == before.shape
     assert float(np.abs(after.astype(int) - before.astype(int)).mean()) > 1.0
+
+
+@pytest.mark.skipif(usable_cpus() < 2, reason="swap helpers need two usable CPUs")
+def test_installed_swap_video_swaps_a_crowd_in_helper_processes(
+    installed: Path, tmp_path: Path, astronaut: np.ndarray
+) -> None:
+    """The helpers are fresh interpreters: they must find the package of the wheel."""
+    clip = tmp_path / "crowd.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 30, (640, 480))
+    for i in range(90):
+        moved = [np.roll(astronaut, (2 * i * (c + 1), i * c), axis=(0, 1)) for c in range(3)]
+        writer.write(tile3(moved, (640, 480)))
+    writer.release()
+    out = tmp_path / "swapped.mp4"
+    proc = run(
+        installed, "mirror", "-v", "swap-video", "--identity", "grace_hopper",
+        "--input", clip, "--all-faces", "--output", out, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "90 frames, 90 with a swapped face" in proc.stdout + proc.stderr
+    assert "swap helper process" in proc.stderr and " ready" in proc.stderr, proc.stderr
+    assert "failed" not in proc.stderr, proc.stderr

@@ -137,6 +137,8 @@ class SwapHelper:
                     self._ready = self._conn.recv() == _READY
             except (OSError, EOFError) as exc:
                 self._fail(f"it did not start: {exc}")
+            if self._ready:
+                logger.info("swap helper process %s ready", self.pid)
         return self._ready
 
     def wait_ready(self, timeout_s: float) -> bool:
