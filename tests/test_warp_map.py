@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
+import appliance.vision.mesh_warp as mw
 import appliance.vision.swap_geometric as sg
 from appliance.config import Settings
 from appliance.media.frames import Frame
@@ -37,15 +38,15 @@ def test_coarse_map_matches_the_exact_map_along_the_outline(
     box = sg._face_box(face.points, image.shape)
     assert box is not None
     x0, y0, x1, y1 = box
-    assert min(x1 - x0, y1 - y0) >= sg._MAP_STEP_MIN_PX  # a face the coarse map is used for
+    assert min(x1 - x0, y1 - y0) >= mw.MAP_STEP_MIN_PX  # a face the coarse map is used for
     local = face.points.copy()
     local[:, :2] -= (x0, y0)
     roi, size = image[y0:y1, x0:x1], (x1 - x0, y1 - y0)
     face_px = float(np.ptp(local[sg._OVAL, 1]))
-    step = sg.map_step(face_px, size)
-    assert face_px / step >= sg.MAP_CELLS * 0.8  # about MAP_CELLS cells down the face
-    coarse, covered = sg._warp_face(identity, local, step, roi.copy())
-    exact, exact_covered = sg._warp_face(identity, local, 1, roi.copy())  # pixel by pixel
+    step = mw.map_step(face_px, size)
+    assert face_px / step >= mw.MAP_CELLS * 0.8  # about MAP_CELLS cells down the face
+    coarse, covered = mw.warp_face(identity, local, step, roi.copy())
+    exact, exact_covered = mw.warp_face(identity, local, 1, roi.copy())  # pixel by pixel
     both = ((covered > 0) & (exact_covered > 0)).astype(np.uint8)
     edge = (both > 0) & (cv2.erode(both, np.ones((7, 7), np.uint8)) == 0)
     diff = np.abs(coarse.astype(int) - exact.astype(int)).max(axis=2)
