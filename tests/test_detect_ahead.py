@@ -22,6 +22,7 @@ import pytest
 
 from appliance.tools.bench_clips import half_body, tile3
 from appliance.vision.analyzer import FaceAnalyzer
+from appliance.vision.detect_ahead import DetectAhead
 from appliance.vision.detector import FaceDetector, Prepared
 from appliance.vision.face_pool import FacePool
 from appliance.vision.tracker import Tracker
@@ -79,6 +80,36 @@ def test_periodic_detection_runs_on_the_helper_and_keeps_the_track(
     assert len(helper) >= 40 // EVERY - 2 and set(helper) == {"detect_0"}, helper
     assert tracker.detections >= len(helper) - 1, "the helper's detections were taken"
     assert set(ids) == {ids[0]}, "one face, one id, through the late detections"
+
+
+def test_the_helper_letterboxes_its_own_copy_of_the_frame(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The letterbox (1.5 ms of a 1280x720 frame) runs on the helper too, on a copy the
+    processing thread made: the swap painting into the frame meanwhile changes nothing
+    the detection sees."""
+    copy = analyzer.detector_copy()
+    assert copy is not None
+    ahead = DetectAhead(copy)
+    names: list[str] = []
+    prepare = copy.prepare
+
+    def recording(image: np.ndarray) -> Prepared:
+        names.append(threading.current_thread().name)
+        return prepare(image)
+
+    monkeypatch.setattr(copy, "prepare", recording)
+    image = _clip(1)[0].copy()
+    expected = analyzer.detector.detect(image)
+    assert ahead.start(image)
+    image[:] = 0  # painted over at once
+    deadline = time.monotonic() + 10.0
+    while (found := ahead.ready()) is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert found is not None and len(found) == len(expected) == 1
+    assert names == ["detect_0"], "letterboxed on the helper"
+    assert np.allclose(found[0].box, expected[0].box)
+    assert np.allclose(found[0].keypoints, expected[0].keypoints)
 
 
 def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(
