@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -111,6 +112,22 @@ class VariantResult:
         data = asdict(self)
         data["dropped_total"] = self.dropped_total
         return data
+
+
+def median_run(runs: Sequence[VariantResult]) -> VariantResult:
+    """Of repeated runs of one case and variant, the one whose e2e p95 is the median
+    (the higher of the middle two for an even count: never the better of two); each
+    run's e2e p95, in run order, goes in its ``extra["runs_p95_ms"]``."""
+    if not runs:
+        raise ValueError("no runs to choose from")
+    chosen = sorted(runs, key=_p95_or_inf)[len(runs) // 2]
+    chosen.extra["runs_p95_ms"] = [r.e2e_ms["p95"] for r in runs]
+    return chosen
+
+
+def _p95_or_inf(run: VariantResult) -> float:
+    p95 = run.e2e_ms["p95"]
+    return math.inf if p95 is None else p95
 
 
 class CheckingSink(NullSink):

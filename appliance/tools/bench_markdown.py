@@ -2,8 +2,9 @@
 
 The page says how it was made (the command's options, the machine, the
 date, the machine's load average before and after the run) and that its
-figures are indicative: one run on one machine, with whatever else that
-machine was doing at the time.
+figures are indicative: a few runs on one machine, with whatever else that
+machine was doing at the time. Each row is the run of its case with the
+median e2e p95 (``bench.median_run``), and every run's p95 is shown beside it.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def machine_line() -> str:
 
 def _row(r: VariantResult) -> str:
     e2e = " / ".join(_ms(r.e2e_ms[q]) for q in ("p50", "p95", "p99"))
+    runs = ", ".join(_ms(p95) for p95 in r.extra.get("runs_p95_ms", [r.e2e_ms["p95"]]))
     swap = 100.0 * r.swapped / r.frames_out if r.frames_out else 0.0
     stages = []
     for stage in STAGES:
@@ -77,6 +79,7 @@ def _row(r: VariantResult) -> str:
         r.variant,
         f"{r.output_fps:.1f}",
         e2e,
+        runs,
         str(r.dropped_total),
         str(r.stale_shown),
         f"{r.cpu_percent:.0f}",
@@ -100,9 +103,12 @@ def format_markdown(
 ) -> str:
     """The whole page: how the figures were made, the table, the targets."""
     stamp = (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    repeat = int(str(options.get("repeat", 1)))
+    runs = "one short run" if repeat == 1 else f"{repeat} short runs of each case"
     argv = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
     header = [
-        "clip", "size", "faces", "variant", "fps", "e2e p50 / p95 / p99 ms", "dropped",
+        "clip", "size", "faces", "variant", "fps", "e2e p50 / p95 / p99 ms",
+        "e2e p95 of each run ms", "dropped",
         "stale shown", "CPU %", "CPU % by thread", "peak RSS MiB", "faces found", "swapped %",
         *(f"{stage} p50 / p95 ms" for stage in STAGES),
     ]  # fmt: skip
@@ -111,9 +117,17 @@ def format_markdown(
         "",
         "Written by `mirror bench --markdown`; do not edit by hand, run it again.",
         "",
-        "**These figures are indicative**: one short run on one machine, which may have",
+        f"**These figures are indicative**: {runs} on one machine, which may have",
         "been doing other work at the time. Compare runs made on the same machine with",
         "the same options; run `mirror bench` on the target device for its own figures.",
+        *(
+            [
+                "Each row is the run with the median e2e p95 of its case and variant (the",
+                "runs took turns: each went through every case before the next).",
+            ]
+            if repeat > 1
+            else []
+        ),
         "",
         "How they were made:",
         "",
