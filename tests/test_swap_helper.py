@@ -26,6 +26,7 @@ from appliance.modelstore import ModelStore
 from appliance.pipeline import processor as processor_module
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.processor import FrameProcessor
+from appliance.pipeline.swap_helper import changed_pixels
 from appliance.tools.bench_clips import tile3
 from appliance.tools.resources import ResourceMeter
 from appliance.tools.thread_cpu import CHILD, ThreadCpu
@@ -206,3 +207,19 @@ def test_a_reply_never_taken_is_not_taken_for_the_next_face(
     assert sent is not None and sent.region is not None
     _assert_alike(_run_pair(pair, frames[2:], 2))
     assert not helper.failed
+
+
+def test_the_changed_pixels_are_those_with_any_channel_changed() -> None:
+    """The helper's box is copied back where it changed: a change of one grey level in
+    one channel counts (the channels' differences are summed, saturating, not averaged
+    to grey), and nothing else does."""
+    rng = np.random.default_rng(7)
+    before = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    after = before.copy()
+    after[3, 4, 0] ^= 1  # one level, one channel
+    after[10:20, 30:40] = 255 - after[10:20, 30:40]  # every channel, a lot
+    after[25, 5, 2] = before[25, 5, 2] ^ 0x80
+    expected = np.any(after != before, axis=2)
+    mask = changed_pixels(before, after)
+    assert mask.shape == (40, 50) and mask.dtype == np.uint8
+    assert np.array_equal(mask > 0, expected)

@@ -41,6 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import cast
 
+import cv2
 import numpy as np
 
 from appliance.config import SwapSettings
@@ -52,6 +53,7 @@ from appliance.vision.types import FaceLandmarks, FloatArray
 
 logger = logging.getLogger(__name__)
 
+_SUM_CHANNELS = np.ones((1, 3), np.float32)
 REPLY_TIMEOUT_S = 2.0  # a swap takes milliseconds; this long means the helper is stuck
 STOP_TIMEOUT_S = 2.0
 _READY = "ready"
@@ -86,6 +88,14 @@ class SwapJob:
     target: FloatArray | None
     colour: ColourMemory
     own_eyes: tuple[float, float]
+
+
+def changed_pixels(before: Image, after: Image) -> Image:
+    """Nonzero where any channel of ``after`` differs from ``before`` (both HxWx3 uint8):
+    the channels' absolute differences summed, saturating. (NumPy's
+    ``np.any(after != before, axis=2)`` and a boolean-indexed copy took 2.1 ms on the
+    processing thread for a 220x190 box, against 0.1 ms for this and ``cv2.copyTo``.)"""
+    return np.asarray(cv2.transform(cv2.absdiff(before, after), _SUM_CHANNELS), np.uint8)
 
 
 class SwapHelper:
@@ -210,8 +220,7 @@ class SwapHelper:
         swapped, timings, memory, box = reply
         if swapped:
             x0, y0, x1, y1 = sent.region
-            changed = np.any(box != sent.box, axis=2)
-            frame[y0:y1, x0:x1][changed] = box[changed]
+            cv2.copyTo(box, changed_pixels(sent.box, box), frame[y0:y1, x0:x1])  # in place
         self.swaps += 1
         return bool(swapped), dict(timings), memory
 
