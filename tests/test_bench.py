@@ -247,6 +247,13 @@ def result(
     )
 
 
+def test_the_load_before_the_run_says_whether_the_machine_was_busy() -> None:
+    """The load after a run is the bench's own (two busy CPUs), not a sign of others."""
+    assert "busy" not in bench_cmd.load_line(0.4, 2.8, 2)
+    assert bench_cmd.load_line(1.5, 2.0, 2).endswith("the timings are not this code's alone")
+    assert "0.40 before, 2.80 after, 2 CPU(s)" in bench_cmd.load_line(0.4, 2.8, 2)
+
+
 def test_a_row_is_the_run_with_the_median_p95() -> None:
     """Three runs of a case: the middle one by e2e p95 (a busy minute's run is left
     out), with every run's p95 in run order; of two, the worse."""
