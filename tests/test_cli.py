@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
+from appliance.cli.main import main
 from appliance.media.stills import read_ai_metadata
 from appliance.modelstore import ModelStore
 
@@ -249,3 +250,15 @@ def test_run_serves_the_labelled_preview(tmp_path: Path) -> None:
     finally:
         proc.wait(timeout=60)
     assert proc.returncode == 0
+
+
+def test_the_mirror_hands_pythons_lock_over_every_millisecond(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The process thread holds the GIL between many small calls; a waiting thread (the
+    capture, a face, a helper's reply) gets it after 1 ms, not Python's default 5."""
+    asked: list[float] = []
+    monkeypatch.setattr(sys, "setswitchinterval", asked.append)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert asked == [0.001]

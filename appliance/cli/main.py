@@ -18,6 +18,13 @@ logger = logging.getLogger(__name__)
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
+# How long a thread may hold Python's lock (the GIL) while another waits for it (Python's
+# default: 5 ms). The process thread holds it between many small calls, so the capture,
+# face and detection threads waited up to that long. Against 5 ms in six interleaved
+# `mirror bench` rounds on two CPUs, 1 ms gave three tiled 640x480 faces a lower e2e p95
+# in four (26.0-31.7 against 33.8-39.3 ms; higher in two, 38.1-39.3 against 33.5-38.2)
+# and one 1280x720 face a lower one in four (equal in one, higher in one).
+SWITCH_INTERVAL_S = 0.001
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +65,7 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
