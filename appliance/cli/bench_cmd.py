@@ -176,7 +176,7 @@ def _bench(args: argparse.Namespace) -> int:
                 runs.setdefault((index, variant), []).append(result)
                 counted = f"run {repeat} of {args.repeat}: " if args.repeat > 1 else ""
                 print(f"bench: {counted}{_progress(result)}", flush=True)
-    results = [median_run(runs[key]) for key in sorted(runs, key=_in_order)]
+    results = [median_run(runs[(i, v)]) for i in range(len(clips)) for v in VARIANTS]
     checks = check_targets(results, args.cores)
     print()
     print(format_table(results))
@@ -192,11 +192,6 @@ def _bench(args: argparse.Namespace) -> int:
         write_markdown(args.markdown, page)
         print(f"bench: figures written to {args.markdown}", flush=True)
     return 0
-
-
-def _in_order(key: tuple[int, str]) -> tuple[int, int]:
-    """Cases in the order they were built, each variant in ``VARIANTS`` order."""
-    return key[0], VARIANTS.index(key[1])
 
 
 def _print_load(before: float | None, after: float | None) -> None:

@@ -103,9 +103,12 @@ def warp_face(
     interpolation at the outline does not blend in the "no source" marks.
     """
     size = (roi.shape[1], roi.shape[0])
-    dst, ids, ringed = _grid(identity, local, step, size)
+    grid = (-(-size[0] // step), -(-size[1] // step))
+    dst = ((local[:, :2] + 0.5) / step - 0.5).astype(np.float32)
+    ids = _rasterise(dst, local[:, 2], identity, grid)
     sources = [identity.texture_points] + ([visitor] if visitor is not None else [])
-    maps = source_maps(sources, dst, identity.triangles, ringed)
+    ringed = ids if step == 1 else np.where(ids > 0, ids, cv2.dilate(ids, _RING))
+    maps = _maps(sources, dst, identity.triangles, ringed)
     full_ids = _sized_ids(ids, size, step)
     if visitor is not None:
         _move_visitor(roi, ids, full_ids, maps[1], step=step, keep=keep)
@@ -122,18 +125,6 @@ def warp_face(
         covered = np.minimum(covered, (warped[..., 3] > 127).astype(np.uint8))
         warped = np.asarray(cv2.cvtColor(warped, cv2.COLOR_BGRA2BGR), np.uint8)
     return warped, covered
-
-
-def _grid(
-    identity: Identity, local: FloatArray, step: int, size: tuple[int, int]
-) -> tuple[FloatArray, npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    """The mesh ``local`` in coarse-grid cells, its triangle-id map on the grid, and
-    that map run one cell past the mesh (``warp_face``)."""
-    grid = (-(-size[0] // step), -(-size[1] // step))
-    dst = ((local[:, :2] + 0.5) / step - 0.5).astype(np.float32)
-    ids = _rasterise(dst, local[:, 2], identity, grid)
-    ringed = ids if step == 1 else np.where(ids > 0, ids, cv2.dilate(ids, _RING))
-    return dst, ids, ringed
 
 
 def _move_visitor(
@@ -192,7 +183,7 @@ def _upscale(coarse: FloatArray, size: tuple[int, int], step: int) -> FloatArray
     return np.asarray(full[: size[1], : size[0]], np.float32)
 
 
-def source_maps(
+def _maps(
     sources: list[FloatArray], dst_xy: FloatArray, tris: IntArray, ids: npt.NDArray[np.uint16]
 ) -> list[tuple[FloatArray, FloatArray]]:
     """Per source, per pixel, its coordinates by the pixel's triangle affine (-1 where none)."""

@@ -164,9 +164,9 @@ class GeometricSwapper:
         face_px = float(np.ptp(local[_OVAL, 1]))
         # the frame's own detail, before the visitor's face is moved (a resampling)
         as_seen = roi.copy() if work.moved else roi
-        step = map_step(face_px, size)
         in_front = occluders(roi, own) if self.settings.keep_occluders else None
         visitor = own if work.moved else None
+        step = map_step(face_px, size)
         warped, covered = warp_face(identity, local, step, roi, visitor=visitor, keep=in_front)
         t1 = add_stage_ms(timings, "warp", work.start)
         if identity.irises is not None:  # the identity's irises, the visitor's gaze
