@@ -97,6 +97,7 @@ def test_mjpg_frames_are_read_as_jpeg_bytes_and_decoded_here(jpegs: list[bytes])
         assert frame is not None and frame.image.shape == (240, 320, 3)
         assert frame.image.flags.writeable  # the swap paints into it
         assert_same_picture(frame.image, data)
+        assert frame.encoded is not None and bytes(frame.encoded) == data  # kept for a retry
 
 
 def test_a_camera_that_grants_another_format_keeps_its_own_conversion(
@@ -107,6 +108,7 @@ def test_a_camera_that_grants_another_format_keeps_its_own_conversion(
         frame = camera.read(1.0)
     assert not any(prop == cv2.CAP_PROP_CONVERT_RGB for prop, _ in cap.sets)
     assert frame is not None and frame.image.shape == (240, 320, 3)
+    assert frame.encoded is None  # pixels, no JPEG
 
 
 def test_a_frame_that_does_not_decode_is_skipped(

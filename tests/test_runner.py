@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 import pytest
 
@@ -454,6 +455,51 @@ def test_a_stage_raising_every_tenth_frame_does_not_stop_the_pipeline(
     assert all(r.swapped and r.marked for r in ok)
     assert max(r.index for r in ok) > min(processor.failed)  # kept going after a failure
     assert_in_capture_order(sink)
+
+
+class MjpgCamera(FrameSource):
+    """An MJPG camera's frames: each image decoded from a real JPEG it keeps. The
+    decoded image here is black and the JPEG grey, so which one a frame was
+    restored from shows."""
+
+    GREY = 200
+
+    def __init__(self, frames: int) -> None:
+        super().__init__(size=SMALL, fps=100.0)
+        self.frames = frames
+        grey = np.full((SMALL[1], SMALL[0], 3), self.GREY, np.uint8)
+        self.jpeg = cv2.imencode(".jpg", grey)[1].tobytes()
+
+    def _read(self, timeout_s: float | None) -> Frame | None:
+        if self._next_index >= self.frames:
+            return None
+        time.sleep(0.01)
+        return self._make_frame(np.zeros((SMALL[1], SMALL[0], 3), np.uint8), self.jpeg)
+
+
+def test_a_failed_frame_from_a_jpeg_camera_is_decoded_again_not_copied() -> None:
+    processor = FlakyProcessor(every=5)
+    sink = GreySink()
+    runner = PipelineRunner(MjpgCamera(frames=40), processor, [sink], Telemetry(), 1000.0)
+    snap = runner.run_for(timeout_s=20.0)
+    assert snap.passthrough == len(processor.failed) >= 3
+    failed = [r for r in sink.records if r.index in processor.failed]
+    assert failed and all(not r.swapped and not r.marked for r in failed)
+    # restored from the camera's JPEG (grey), not from a copy of the decoded image
+    assert all(abs(sink.grey[r.index] - MjpgCamera.GREY) <= 2 for r in failed)
+    assert all(sink.grey[r.index] < 100 for r in sink.records if r.index not in processor.failed)
+
+
+class GreySink(RecordingSink):
+    """Also records each frame's mean level (away from the mark)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grey: dict[int, float] = {}
+
+    def _write(self, frame: Frame) -> None:
+        self.grey[frame.index] = float(frame.image[8:, 8:].mean())
+        super()._write(frame)
 
 
 def test_without_a_copy_a_failed_frame_is_dropped(astronaut: np.ndarray) -> None:

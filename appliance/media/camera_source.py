@@ -206,10 +206,11 @@ class CameraSource(FrameSource):
                 now = time.monotonic()
                 if not ok or image is None or image.size == 0:
                     break
-                pixels = decode_jpeg(image) if is_jpeg(image) else image
+                encoded = image if is_jpeg(image) else None  # a new array every read
+                pixels = image if encoded is None else decode_jpeg(encoded)
                 if pixels is not None:
                     self._last_frame_at = now
-                    return self._make_frame(as_bgr(pixels))
+                    return self._make_frame(as_bgr(pixels), encoded)
                 self.damaged += 1  # skipped; a camera sending only these stalls
                 if self.damaged % 100 == 1:
                     logger.warning(

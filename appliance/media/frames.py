@@ -16,6 +16,11 @@ class Frame:
 
     ``idle``: the pipeline found nobody there (its idle mode, or the PIR sensor's
     no-motion cap); the display then shows its idle screen unless the frame has faces.
+
+    ``encoded``: the camera's JPEG the image was decoded from (an MJPG camera's
+    frame, kept by reference, never copied), or None. A frame whose swap fails
+    is decoded again from it (``ProcessWorker``) instead of every frame being
+    copied before its swap.
     """
 
     image: Image
@@ -25,3 +30,4 @@ class Frame:
     faces: int = 0
     swapped: bool = False
     idle: bool = False
+    encoded: bytes | Image | None = None

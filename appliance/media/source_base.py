@@ -51,9 +51,10 @@ class FrameSource(Lifecycle):
     def _read(self, timeout_s: float | None) -> Frame | None:
         raise NotImplementedError
 
-    def _make_frame(self, image: Image) -> Frame:
-        """Stamp a captured image with the next index and the capture time."""
-        frame = Frame(image=image, index=self._next_index, capture_ns=time.monotonic_ns())
+    def _make_frame(self, image: Image, encoded: bytes | Image | None = None) -> Frame:
+        """Stamp a captured image (decoded from ``encoded``, a JPEG, if given) with the
+        next index and the capture time."""
+        frame = Frame(image, self._next_index, time.monotonic_ns(), encoded=encoded)
         self._next_index += 1
         return frame
 

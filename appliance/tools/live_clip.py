@@ -133,7 +133,8 @@ class LiveClipSource(FrameSource):
         self.frames_skipped += index - self._next_index
         self._next_index = index + 1
         self.frames_read += 1
-        return Frame(image=self.clip.decode(index), index=index, capture_ns=self.due_ns(index))
+        encoded = self.clip.jpegs[index % len(self.clip)]
+        return Frame(self.clip.decode(index), index, self.due_ns(index), encoded=encoded)
 
     def _wait_until(self, due_ns: int, timeout_s: float | None) -> None:
         delay_s = max(0, due_ns - time.monotonic_ns()) / 1e9

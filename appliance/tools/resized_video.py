@@ -16,5 +16,6 @@ class ResizedVideoSource(VideoFileSource):
         super().__init__(path, paced=paced)
         self.size = size
 
-    def _make_frame(self, image: Image) -> Frame:
+    def _make_frame(self, image: Image, encoded: bytes | Image | None = None) -> Frame:
+        # a JPEG it came from would not be the letterboxed image: not kept
         return super()._make_frame(letterbox(image, self.size))
