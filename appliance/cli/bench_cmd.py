@@ -5,8 +5,9 @@ demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
 (``--faces``; 3 faces by tiling; ``group``: 3 small faces, a tiled half-body
 shot), played as a live camera at ``--fps``; ``--cores N`` holds the process
 to N CPUs. Every case and variant runs ``--repeat`` times (3), each repeat
-through all cases before the next, and its row is the run with the median e2e
-p95 (``bench.median_run``). Prints a line per run, then a table and the
+through all cases before the next; its row's latencies are over every run's
+frames together, its other figures the run with the median e2e p95
+(``bench.pooled_run``). Prints a line per run, then a table and the
 issue's targets (``bench_targets``) checked on the pipeline rows; ``--json``
 also writes every figure, ``--markdown [FILE]`` the table as a Markdown page
 (docs/benchmarks.md by default). ``--liveness`` benchmarks
@@ -31,7 +32,7 @@ from appliance.media.sizes import parse_size
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
 from appliance.pipeline.factory import build_processor
-from appliance.tools.bench import STAGES, VARIANTS, VariantResult, median_run, run_variant
+from appliance.tools.bench import STAGES, VARIANTS, VariantResult, pooled_run, run_variant
 from appliance.tools.bench_clips import (
     FACES,
     BenchClip,
@@ -87,8 +88,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--repeat",
         type=int,
         default=REPEAT,
-        help=f"runs of every case and variant, spread over the bench; each row is the run"
-        f" with the median e2e p95 (default {REPEAT})",
+        help=f"runs of every case and variant, spread over the bench; a row's latencies are"
+        f" over all its runs' frames (default {REPEAT})",
     )
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
@@ -176,7 +177,7 @@ def _bench(args: argparse.Namespace) -> int:
                 runs.setdefault((index, variant), []).append(result)
                 counted = f"run {repeat} of {args.repeat}: " if args.repeat > 1 else ""
                 print(f"bench: {counted}{_progress(result)}", flush=True)
-    results = [median_run(runs[(i, v)]) for i in range(len(clips)) for v in VARIANTS]
+    results = [pooled_run(runs[(i, v)]) for i in range(len(clips)) for v in VARIANTS]
     checks = check_targets(results, args.cores)
     print()
     print(format_table(results))

@@ -263,6 +263,11 @@ class Telemetry:
 
     # ---- reading ---------------------------------------------------------------------------
 
+    def latency_samples(self) -> tuple[Samples, dict[str, Samples]]:
+        """Copies of the e2e and per-stage samples held (the last window's frames)."""
+        with self._lock:
+            return self._e2e.values(), {name: w.values() for name, w in self._stages.items()}
+
     def snapshot(self) -> TelemetrySnapshot:
         """A consistent copy of every figure; percentiles are computed outside the lock."""
         with self._lock:

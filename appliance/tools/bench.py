@@ -103,6 +103,8 @@ class VariantResult:
     settled_fps: float = 0.0  # output rate over the run's second half
     thread_cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU time by thread name
     extra: dict[str, Any] = field(default_factory=dict)
+    # every frame's latencies (ms): "e2e" and each stage's, for ``pooled_run`` (not written out)
+    samples_ms: dict[str, list[float]] = field(default_factory=dict, repr=False)
 
     @property
     def dropped_total(self) -> int:
@@ -110,6 +112,7 @@ class VariantResult:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["samples_ms"]
         data["dropped_total"] = self.dropped_total
         return data
 
@@ -122,6 +125,28 @@ def median_run(runs: Sequence[VariantResult]) -> VariantResult:
         raise ValueError("no runs to choose from")
     chosen = sorted(runs, key=_p95_or_inf)[len(runs) // 2]
     chosen.extra["runs_p95_ms"] = [r.e2e_ms["p95"] for r in runs]
+    return chosen
+
+
+def pooled_run(runs: Sequence[VariantResult]) -> VariantResult:
+    """Of repeated runs of one case and variant: the median run (``median_run``: its
+    fps, CPU, drops and faces), with its latencies (e2e and every stage) taken over
+    every run's frames together. The repeats took turns with the other cases and
+    variants, so two variants' pooled frames come from the same minutes of the
+    machine, where two median runs may each come from another; the median run's own
+    e2e figures go in ``extra["median_run_e2e_ms"]``, the frames pooled in
+    ``extra["pooled_frames"]``."""
+    chosen = median_run(runs)
+    pooled: dict[str, list[float]] = {}
+    for run in runs:
+        for name, values in run.samples_ms.items():
+            pooled.setdefault(name, []).extend(values)
+    if len(runs) < 2 or "e2e" not in pooled:
+        return chosen
+    chosen.extra["median_run_e2e_ms"] = chosen.e2e_ms
+    chosen.extra["pooled_frames"] = len(pooled["e2e"])
+    chosen.e2e_ms = _summary(pooled.pop("e2e"))
+    chosen.stages_ms = {name: _summary(values) for name, values in sorted(pooled.items())}
     return chosen
 
 
@@ -229,6 +254,7 @@ def _run_naive(
         redetect_every=1,
         e2e_ms=_summary(e2e),
         stages_ms={k: _summary(v) for k, v in sorted(stages.items())},
+        samples_ms={"e2e": e2e, **stages},
     )
 
 
@@ -269,12 +295,14 @@ def _run_pipeline(
     finally:
         processor.set_quality(configured)
         processor.reset()
+    e2e, stages = telemetry.latency_samples()
     return VariantResult(
         variant="pipeline",
         redetect_every=processor.redetect_every,
         e2e_ms=_summary(snap.e2e_ms),
         stages_ms={k: _summary(v) for k, v in snap.stages_ms.items()},
         dropped=dict(snap.drops),
+        samples_ms={"e2e": e2e.tolist(), **{k: v.tolist() for k, v in stages.items()}},
         extra={
             "end_reason": runner.end_reason,
             "errors": snap.errors,

@@ -3,8 +3,9 @@
 The page says how it was made (the command's options, the machine, the
 date, the machine's load average before and after the run) and that its
 figures are indicative: a few runs on one machine, with whatever else that
-machine was doing at the time. Each row is the run of its case with the
-median e2e p95 (``bench.median_run``), and every run's p95 is shown beside it.
+machine was doing at the time. Each row's latencies are over every run of its
+case together, its other figures the run with the median e2e p95
+(``bench.pooled_run``), and every run's own p95 is shown beside it.
 """
 
 from __future__ import annotations
@@ -122,8 +123,10 @@ def format_markdown(
         "the same options; run `mirror bench` on the target device for its own figures.",
         *(
             [
-                "Each row is the run with the median e2e p95 of its case and variant (the",
-                "runs took turns: each went through every case before the next).",
+                "Each row's latencies (e2e and every stage) are over all its runs' frames",
+                "together; its other figures (fps, drops, CPU, faces) are the run with the",
+                "median e2e p95. The runs took turns (each went through every case before",
+                "the next), so both variants' frames come from the same minutes.",
             ]
             if repeat > 1
             else []
