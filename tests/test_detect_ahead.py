@@ -20,6 +20,10 @@ import cv2
 import numpy as np
 import pytest
 
+from appliance.config import Settings
+from appliance.media.frames import Frame
+from appliance.modelstore import ModelStore
+from appliance.pipeline.factory import build_processor
 from appliance.tools.bench_clips import half_body, tile3
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.detect_ahead import DetectAhead
@@ -110,6 +114,69 @@ def test_the_helper_letterboxes_its_own_copy_of_the_frame(
     assert names == ["detect_0"], "letterboxed on the helper"
     assert np.allclose(found[0].box, expected[0].box)
     assert np.allclose(found[0].keypoints, expected[0].keypoints)
+
+
+def test_a_held_detection_runs_only_once_its_frame_is_done(
+    analyzer: FaceAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor holds the periodic detection while it swaps the frame (the swap
+    uses the second CPU too) and launches it when the frame is done; held, the model
+    does not run, and the next update launches one nobody launched."""
+    tracker = Tracker(
+        analyzer, EVERY, "largest", 1, pool=FacePool(parallel=True), detect_ahead=True
+    )
+    ahead = tracker.detect_ahead
+    assert ahead is not None
+    helper = _threads_of(monkeypatch, ahead.detector)
+    frames = _clip(3 * EVERY)
+    i = 0
+    while not ahead.held:
+        tracker.update(frames[i], i * FRAME_NS, hold_detection=True)
+        i += 1
+    assert 1 < i <= EVERY + 1, "held on the first frame due"
+    time.sleep(0.3)
+    assert helper == [], "not run while held"
+    tracker.launch_detection()
+    assert not ahead.held
+    _wait_for(lambda: helper == ["detect_0"])
+    while not ahead.held:  # the next one, held and not launched by its caller ...
+        tracker.update(frames[i], i * FRAME_NS, hold_detection=True)
+        i += 1
+    tracker.update(frames[i], i * FRAME_NS)  # ... goes at the next update
+    assert not ahead.held
+    _wait_for(lambda: len(helper) == 2)
+    tracker.reset()
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_processor_launches_its_held_detection_when_the_frame_is_done(
+    store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    processor = build_processor(Settings(), store, "grace_hopper")
+    ahead = processor.tracker.detect_ahead
+    if ahead is None:
+        pytest.skip("one CPU: the periodic detection runs in line")
+    held = []
+    hold = ahead.hold
+
+    def recording(image: np.ndarray, scan: bool = False) -> bool:
+        started = hold(image, scan)
+        held.append(started)
+        return started
+
+    monkeypatch.setattr(ahead, "hold", recording)
+    helper = _threads_of(monkeypatch, ahead.detector)
+    for i, image in enumerate(_clip(3 * EVERY)):
+        processor.process(Frame(image.copy(), i, i * FRAME_NS))
+        assert not ahead.held, f"frame {i}: left held"
+    processor.reset()
+    assert sum(held) >= 2 and len(helper) >= sum(held) - 1
 
 
 def test_a_newcomer_is_found_soon_after_the_detection_that_saw_it(

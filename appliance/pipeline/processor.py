@@ -185,9 +185,15 @@ class FrameProcessor:
             self.reset()  # landmarks were in the other resolution's pixels
 
     def process(self, frame: Frame) -> Frame:
+        try:
+            return self._process(frame)
+        finally:  # the periodic detection runs now, in the wait for the next frame
+            self.tracker.launch_detection()
+
+    def _process(self, frame: Frame) -> Frame:
         timings = frame.timings_ms
         work = self._scaled(frame.image, timings)
-        tracks = self.tracker.update(work, frame.capture_ns, timings)
+        tracks = self.tracker.update(work, frame.capture_ns, timings, hold_detection=True)
         frame.faces = len(tracks)
         verified = self.liveness.verified(tracks, work, frame.capture_ns, timings)
         swapped = False

@@ -6,8 +6,11 @@ adds the detector's time to every ``detect_every``-th frame, and those frames
 set the 95th percentile of the latency. With a second CPU it runs on a helper
 thread instead, on its own interpreter: the processing thread copies the
 frame (the swap paints into it after), and the helper letterboxes the copy
-and runs the model beside the next frames' landmarks and swap; the tracker
-takes the result when it is ready. (Letterboxing on the processing thread
+and runs the model; the tracker takes the result when it is ready. The
+processor holds the detection until its frame is done (``hold``, then
+``launch``), so the model runs while the processing thread waits for the
+next frame, not beside this frame's swap on the second CPU the swap uses too.
+(Letterboxing on the processing thread
 took 1.5 ms of a 1280x720 detection frame, the copy 0.26; 0.43 and 0.07 at
 640x480.) Detections a frame or two old still match their
 faces (centres within ``MATCH_DISTANCE`` face sizes), and a new face gets its
@@ -55,23 +58,47 @@ class DetectAhead:
         self.tile_detector = tile_detector  # its own interpreter too
         self._executor: ThreadPoolExecutor | None = None
         self._pending: Future[list[Detection]] | None = None
+        self._held: tuple[npt.NDArray[np.uint8], list[PreparedTile]] | None = None
 
     @property
     def scans(self) -> bool:
         """Whether a detection here can include the tile scan."""
         return self.tiles is not None
 
+    @property
+    def held(self) -> bool:
+        """Whether a detection is prepared and waits for ``launch``."""
+        return self._held is not None
+
     def start(self, image: npt.NDArray[np.uint8], scan: bool = False) -> bool:
         """Detect on ``image`` in the background, with the tile scan's next tiles when
-        ``scan`` (and ``scans``); False (nothing started) if one is in flight."""
-        if self._pending is not None:
+        ``scan`` (and ``scans``): ``hold`` then ``launch``. False (nothing started) if
+        one is in flight or held."""
+        if not self.hold(image, scan):
+            return False
+        self.launch()
+        return True
+
+    def hold(self, image: npt.NDArray[np.uint8], scan: bool = False) -> bool:
+        """Prepare the detection of ``image`` (a copy, and the scan's tiles when ``scan``)
+        and hold it until ``launch``: the processor launches it once its frame is done,
+        so the model runs in the wait for the next frame, not beside the frame's own
+        swap. False (nothing held) if one is in flight or held."""
+        if self._pending is not None or self._held is not None:
             return False
         frame = np.array(image)  # its own copy: the swap paints into ``image`` meanwhile
         tiles = self.tiles.prepare_next(image) if scan and self.tiles is not None else []
+        self._held = (frame, tiles)
+        return True
+
+    def launch(self) -> None:
+        """Start the held detection on the helper thread (nothing held: nothing to do)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="detect")
-        self._pending = self._executor.submit(self._run, frame, tiles)
-        return True
+        self._pending = self._executor.submit(self._run, *held)
 
     def _run(self, frame: npt.NDArray[np.uint8], tiles: list[PreparedTile]) -> list[Detection]:
         found = self.detector.detect(frame)
@@ -88,7 +115,8 @@ class DetectAhead:
         return pending.result()
 
     def cancel(self) -> None:
-        """Drop the detection in flight (waits for the model to finish with it)."""
+        """Drop the detection held or in flight (waits for the model to finish with it)."""
+        self._held = None
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.exception()  # wait; a failure is of no use now

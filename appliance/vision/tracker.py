@@ -231,6 +231,11 @@ class Tracker:
     def limit(self) -> int:
         return 1 if self.policy == "largest" else max(1, self.max_faces)
 
+    def launch_detection(self) -> None:
+        """Start the periodic detection held by ``update(hold_detection=True)``, if any."""
+        if self._ahead is not None:
+            self._ahead.launch()
+
     def reset(self) -> None:
         """Drop every track; the next frame detects. Ids keep counting up."""
         if self._ahead is not None:
@@ -240,10 +245,20 @@ class Tracker:
         self._since_scan = _SCAN_NOW
 
     def update(
-        self, image: Image, timestamp_ns: int, timings_ms: dict[str, float] | None = None
+        self,
+        image: Image,
+        timestamp_ns: int,
+        timings_ms: dict[str, float] | None = None,
+        *,
+        hold_detection: bool = False,
     ) -> list[Track]:
-        """Follow or detect the faces of ``image``; returns the live tracks, largest first."""
+        """Follow or detect the faces of ``image``; returns the live tracks, largest first.
+
+        ``hold_detection``: a periodic detection this frame starts on the helper waits
+        for ``launch_detection`` (the caller's frame done); a held one is launched at the
+        next update at the latest."""
         timings = timings_ms if timings_ms is not None else {}
+        self.launch_detection()  # one held on the last frame and not launched since
         self._since_scan += 1
         followed = self._follow(image, timings) if self._tracks else []
         due = self._since_detect + 1 >= max(1, self.detect_every)
@@ -263,8 +278,10 @@ class Tracker:
         else:
             if due and ahead is not None:
                 start = time.perf_counter()
-                if ahead.start(image, scan) and scan:
+                if ahead.hold(image, scan) and scan:
                     self._since_scan = 0
+                if not hold_detection:
+                    ahead.launch()
                 add_stage_ms(timings, "detect", start)
             candidates = [_Candidate(t, f) for t, f in zip(self._tracks, followed, strict=True)]
             self._since_detect += 1
