@@ -113,6 +113,10 @@ class TileScan:
             self._size, self._next = size, 0
         return self._grid
 
+    def restart(self) -> None:
+        """The next call scans from the first tile (a new scene: a tracker's reset)."""
+        self._next = 0
+
     def detect_next(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Faces in the next ``per_call`` tiles, in image pixels, repeats merged."""
         return self.finish(self.prepare_next(image))

@@ -216,6 +216,7 @@ class Tracker:
         self._next_id = 1
         self._since_detect = 0
         self._since_scan = _SCAN_NOW  # frames since the tile scan last ran
+        self._restart_scan()
 
     @property
     def tracks(self) -> list[Track]:
@@ -243,6 +244,13 @@ class Tracker:
         self._tracks = []
         self._since_detect = 0
         self._since_scan = _SCAN_NOW
+        self._restart_scan()
+
+    def _restart_scan(self) -> None:
+        """The tile scan (the analyzer's, shared) sweeps from its first tile again: what a
+        tracker finds does not depend on where another one left the sweep."""
+        if self.analyzer.tiles is not None:
+            self.analyzer.tiles.restart()
 
     def update(
         self,
