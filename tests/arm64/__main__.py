@@ -1,6 +1,6 @@
 """``python -m tests.arm64 [PYTEST_ARGS...]``: the arm64 install test (``make arm64-test``).
 
-1. Installs Debian's mmdebstrap, qemu-user-static and binfmt-support when
+1. Installs Debian's mmdebstrap, arch-test, qemu-user-static and binfmt-support when
    missing and this runs as root (output in ``test-output/apt-arm64.log``);
    otherwise it says why the test will skip and goes on.
 2. Mounts binfmt_misc and enables the qemu-aarch64 handler when the kernel

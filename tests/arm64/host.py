@@ -1,4 +1,5 @@
-"""The host side: root, Debian's tools (mmdebstrap, qemu-user-static, binfmt-support), binfmt.
+"""The host side: root, Debian's tools (mmdebstrap, arch-test, qemu-user-static,
+binfmt-support), binfmt.
 
 Every check returns the reason the arm64 tests cannot run (a skip reason), or
 None when they can; nothing here raises for an expected shortfall.
@@ -17,6 +18,10 @@ logger = logging.getLogger(__name__)
 # The program each Debian package brings, and where it is looked for.
 TOOLS = {
     "mmdebstrap": "mmdebstrap",
+    # mmdebstrap's check that the foreign architecture runs (only Recommended by it, so an
+    # install without recommends lacks it: "install arch-test for foreign architecture
+    # support", and no root is built)
+    "arch-test": "arch-test",
     "qemu-aarch64-static": "qemu-user-static",
     "update-binfmts": "binfmt-support",
 }
