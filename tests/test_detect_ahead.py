@@ -108,7 +108,8 @@ def test_the_helper_letterboxes_its_own_copy_of_the_frame(
     monkeypatch.setattr(copy, "prepare", recording)
     image = _clip(1)[0].copy()
     expected = analyzer.detector.detect(image)
-    assert ahead.start(image)
+    assert ahead.hold(image)
+    ahead.launch()
     image[:] = 0  # painted over at once
     deadline = time.monotonic() + 10.0
     while (found := ahead.ready()) is None and time.monotonic() < deadline:

@@ -137,11 +137,13 @@ def pooled_run(runs: Sequence[VariantResult]) -> VariantResult:
     e2e figures go in ``extra["median_run_e2e_ms"]``, the frames pooled in
     ``extra["pooled_frames"]``."""
     chosen = median_run(runs)
+    if len(runs) < 2:
+        return chosen
     pooled: dict[str, list[float]] = {}
     for run in runs:
         for name, values in run.samples_ms.items():
             pooled.setdefault(name, []).extend(values)
-    if len(runs) < 2 or "e2e" not in pooled:
+    if "e2e" not in pooled:
         return chosen
     chosen.extra["median_run_e2e_ms"] = chosen.e2e_ms
     chosen.extra["pooled_frames"] = len(pooled["e2e"])

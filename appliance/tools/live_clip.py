@@ -58,9 +58,13 @@ class JpegClip:
     def __len__(self) -> int:
         return len(self.jpegs)
 
+    def jpeg(self, index: int) -> bytes:
+        """Frame ``index``'s JPEG (modulo the clip length: the clip loops)."""
+        return self.jpegs[index % len(self.jpegs)]
+
     def decode(self, index: int) -> Image:
         """Frame ``index`` (modulo the clip length) as a BGR image."""
-        image = decode_jpeg(self.jpegs[index % len(self.jpegs)])
+        image = decode_jpeg(self.jpeg(index))
         if image is None:
             raise InputError(f"clip frame {index} does not decode")
         return image
@@ -133,8 +137,8 @@ class LiveClipSource(FrameSource):
         self.frames_skipped += index - self._next_index
         self._next_index = index + 1
         self.frames_read += 1
-        encoded = self.clip.jpegs[index % len(self.clip)]
-        return Frame(self.clip.decode(index), index, self.due_ns(index), encoded=encoded)
+        image, encoded = self.clip.decode(index), self.clip.jpeg(index)
+        return Frame(image, index, self.due_ns(index), encoded=encoded)
 
     def _wait_until(self, due_ns: int, timeout_s: float | None) -> None:
         delay_s = max(0, due_ns - time.monotonic_ns()) / 1e9

@@ -70,20 +70,12 @@ class DetectAhead:
         """Whether a detection is prepared and waits for ``launch``."""
         return self._held is not None
 
-    def start(self, image: npt.NDArray[np.uint8], scan: bool = False) -> bool:
-        """Detect on ``image`` in the background, with the tile scan's next tiles when
-        ``scan`` (and ``scans``): ``hold`` then ``launch``. False (nothing started) if
-        one is in flight or held."""
-        if not self.hold(image, scan):
-            return False
-        self.launch()
-        return True
-
     def hold(self, image: npt.NDArray[np.uint8], scan: bool = False) -> bool:
-        """Prepare the detection of ``image`` (a copy, and the scan's tiles when ``scan``)
-        and hold it until ``launch``: the processor launches it once its frame is done,
-        so the model runs in the wait for the next frame, not beside the frame's own
-        swap. False (nothing held) if one is in flight or held."""
+        """Prepare the detection of ``image`` in the background (a copy, and the tile
+        scan's next tiles when ``scan`` and ``scans``) and hold it until ``launch``:
+        the processor launches it once its frame is done, so the model runs in the
+        wait for the next frame, not beside the frame's own swap. False (nothing
+        held) if one is in flight or held."""
         if self._pending is not None or self._held is not None:
             return False
         frame = np.array(image)  # its own copy: the swap paints into ``image`` meanwhile
