@@ -15,7 +15,7 @@ from appliance.modelstore import ModelStore
 from appliance.tools.real_variants import FAR_FACE_PX, FAR_SIZE, _background, far_frame
 from appliance.vision import analyzer as analyzer_module
 from appliance.vision.analyzer import LIGHT_IRIS_MODEL, FaceAnalyzer, LandmarkChoice
-from appliance.vision.face_pool import CALLER, FacePool
+from appliance.vision.face_pool import ALONE, CALLER, HELPER, FacePool
 from appliance.vision.light_landmarks import (
     _EYES,
     LIGHT_BELOW_PX,
@@ -222,6 +222,41 @@ def test_a_crowd_takes_turns(
             assert len(tracker.update(image, i * FRAME_NS)) == faces
             per_frame.append(len(counted) - before)
         assert sorted(per_frame) == runs, f"landmark runs per frame {per_frame}"
+    finally:
+        pool.close()
+
+
+def test_the_faces_whose_turn_it_is_pair_up(
+    analyzer: FaceAnalyzer, astronaut: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three faces taking turns run two landmarks one frame, one the next. The two run as
+    a pair (one on each worker, at once) and the one alone (on every core), whichever
+    places the coasting face has: by place, a frame of faces 1 and 3 ran them one after
+    the other (face 1 on one core, 2.0 ms here, then face 3 alone), and a frame of face
+    2 on one core (2.0 ms, against 1.2 alone)."""
+    workers: list[int] = []
+    light_on = analyzer.light_on
+
+    def recorded(worker: int) -> object:
+        workers.append(worker)
+        return light_on(worker)
+
+    monkeypatch.setattr(analyzer, "light_on", recorded)
+    image = _tile(analyzer, astronaut, 3, 400)
+    pool = FacePool()
+    pool.parallel = True
+    try:
+        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
+        tracker.detect_every = 30
+        for i in range(3):
+            tracker.update(image, i * FRAME_NS)
+        per_frame = []
+        for i in range(3, 7):
+            workers.clear()
+            assert len(tracker.update(image, i * FRAME_NS)) == 3
+            per_frame.append(sorted(workers))
+        pair, alone = sorted([CALLER, HELPER]), [ALONE]
+        assert sorted(per_frame) == [alone, alone, pair, pair], f"workers per frame {per_frame}"
     finally:
         pool.close()
 

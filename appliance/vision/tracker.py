@@ -305,14 +305,21 @@ class Tracker:
 
         turns = self.alternate or self._crowd  # the ladder's last level, or a crowd
 
+        def coasts(track: Track) -> bool:
+            # in turn by id, not by place: the places of faces of one size swap; the
+            # liveness gate sees every frame of a face it watches
+            return bool((self._frames + track.track_id) % 2) and not self.watching(track.track_id)
+
         def one(worker: int, track: Track) -> FaceLandmarks:
-            watched = self.watching(track.track_id)  # the liveness gate sees every frame
-            # in turn by id, not by place: the places of faces of one size swap
-            if turns and (self._frames + track.track_id) % 2 and not watched:
-                return track.coasted()
+            watched = self.watching(track.track_id)
             return self._landmarks(image, track.next_roi(), worker, track.raw, watched)
 
-        faces = self.pool.map(one, self._tracks)
+        # only the faces whose turn it is go to the pool, so they pair up there (two
+        # faces at once, or one alone on every core) rather than by their places
+        coasting = [turns and coasts(track) for track in self._tracks]
+        pairs = list(zip(self._tracks, coasting, strict=True))
+        ran = iter(self.pool.map(one, [track for track, c in pairs if not c]))
+        faces = [track.coasted() if c else next(ran) for track, c in pairs]
         add_stage_ms(timings, "landmarks", start)
         return faces
 
