@@ -8,8 +8,9 @@ which run without the lock, but not the swap.
 
 So each face after the first can go to a helper process of its own
 (``FrameProcessor``): the part of the frame the swap reads and writes (the
-face's box) goes over a socket with the face's landmarks, target mesh and
-eased colour memory; the swapped box and the memory come back, and the
+face's box) is written to memory the two processes share (``shared_box``),
+and the face's landmarks, target mesh and eased colour memory go over a
+socket; the helper swaps the box in place and sends the memory back, and the
 pixels the swap changed are copied into the frame. The identity goes once,
 and again when it changes. The process thread sends every helper its face,
 swaps the first face itself, then takes the replies.
@@ -46,6 +47,7 @@ import numpy as np
 
 from appliance.config import SwapSettings
 from appliance.media.frames import Image
+from appliance.pipeline.shared_box import SharedBox
 from appliance.vision.blend import ColourMemory
 from appliance.vision.identity import Identity
 from appliance.vision.swap_geometric import GeometricSwapper, swap_region
@@ -61,14 +63,15 @@ _READY = "ready"
 # what a swap returns: whether it changed the frame, its stage timings and the
 # face's colour memory after it
 Swapped = tuple[bool, dict[str, float], ColourMemory]
-# a helper's reply to a job: that and the swapped box (or a line saying why it failed)
-Reply = tuple[bool, dict[str, float], ColourMemory, Image]
+# a helper's reply to a job: that (the swapped box is in the shared box), or a line saying
+# why it failed
+Reply = Swapped
 
 
 @dataclasses.dataclass(frozen=True)
 class Sent:
-    """A swap under way: its job's number, the frame's region (x0, y0, x1, y1) and its
-    pixels as sent; None for a face with nothing to swap."""
+    """A swap under way: its job's number, the frame's region (x0, y0, x1, y1) and a
+    copy of its pixels as sent; None for a face with nothing to swap."""
 
     number: int
     region: tuple[int, int, int, int] | None
@@ -77,12 +80,12 @@ class Sent:
 
 @dataclasses.dataclass(frozen=True)
 class SwapJob:
-    """One face's swap, in the coordinates of its box (``swap_region``); its reply
-    carries its ``number``."""
+    """One face's swap, in the coordinates of its box (``swap_region``), whose pixels
+    are in the shared box; its reply carries its ``number``."""
 
     number: int
     settings: SwapSettings
-    box: Image  # the frame's pixels inside the face's box
+    shape: tuple[int, int, int]  # the box's (the shared box's first bytes)
     face: FaceLandmarks
     strength: float
     target: FloatArray | None
@@ -108,6 +111,7 @@ class SwapHelper:
         self.swaps = 0  # faces it has swapped
         self._identity: Identity | None = None  # the one the helper has
         self._jobs = 0  # jobs sent: a reply names its job, a stale one is dropped
+        self._pending: int | None = None  # the job sent and not yet received
         ours, theirs = socket.socketpair()
         self._conn = Connection(ours.detach())
         # this very package, wherever it was imported from (a wheel, a source checkout)
@@ -116,16 +120,22 @@ class SwapHelper:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
         fd = theirs.fileno()
         why = ""
+        self._box: SharedBox | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         try:
-            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-c", _ENTRY, str(fd)], pass_fds=(fd,), env=env, close_fds=True
+            self._box = SharedBox.create("face-mirror-swap")
+            shared = self._box.fd
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _ENTRY, str(fd), str(shared)],
+                pass_fds=(fd, shared),
+                env=env,
+                close_fds=True,
             )
-        except (OSError, ValueError) as exc:  # no interpreter to run (an embedded Python)
-            self._process = None
+        except (OSError, ValueError) as exc:  # no interpreter (an embedded Python), no memfd
             why = f"it could not start: {exc}"
         finally:
             theirs.close()
-        self._stop = weakref.finalize(self, _stop, self._conn, self._process)
+        self._stop = weakref.finalize(self, _stop, self._conn, self._process, self._box)
         if self._process is None:
             self._fail(why)
         else:
@@ -179,14 +189,23 @@ class SwapHelper:
         region = swap_region(face.points if target is None else target, frame.shape)
         if region is None:
             return Sent(0, None, None)
+        if self._pending is not None and not self._drain(self._pending):
+            return None
         x0, y0, x1, y1 = region
         offset = np.array((x0, y0, 0), np.float32)
         box = np.array(frame[y0:y1, x0:x1])
+        assert self._box is not None  # a ready helper has its box
+        try:
+            np.copyto(self._box.view(box.shape), box)
+        except (OSError, ValueError) as exc:  # no memory to grow it
+            self._fail(f"no room for the box: {exc}")
+            return None
         self._jobs += 1
+        height, width, channels = box.shape
         job = SwapJob(
             self._jobs,
             settings,
-            box,
+            (height, width, channels),
             dataclasses.replace(face, points=face.points - offset),
             strength,
             None if target is None else target - offset,
@@ -201,6 +220,7 @@ class SwapHelper:
         except Exception as exc:  # a dead socket, a job that won't pickle: the boundary
             self._fail(f"{type(exc).__name__}: {exc}")
             return None
+        self._pending = job.number
         return Sent(job.number, region, box)
 
     def receive(self, frame: Image, sent: Sent, colour: ColourMemory) -> Swapped | None:
@@ -217,8 +237,10 @@ class SwapHelper:
         if isinstance(reply, str):  # the swap itself failed there
             logger.warning("the swap helper could not swap a face (%s); swapped here", reply)
             return None
-        swapped, timings, memory, box = reply
+        swapped, timings, memory = reply
         if swapped:
+            assert self._box is not None
+            box = self._box.view(sent.box.shape)
             x0, y0, x1, y1 = sent.region
             cv2.copyTo(box, changed_pixels(sent.box, box), frame[y0:y1, x0:x1])  # in place
         self.swaps += 1
@@ -228,10 +250,17 @@ class SwapHelper:
         """Stop the helper process (waits a moment, then kills it)."""
         self._stop()
 
+    def _drain(self, number: int) -> bool:
+        """Wait for the reply to job ``number``, sent and never received (the frame's
+        processing failed in between), and drop it: until then the helper may still
+        write the shared box. Whether the helper is still usable."""
+        logger.debug("dropping the swap helper's reply to job %d, never taken", number)
+        return self._reply(number) is not None
+
     def _reply(self, number: int) -> Reply | str | None:
-        """Job ``number``'s reply (a stale one, whose receive never came, is dropped), or
-        None when the helper failed."""
+        """Job ``number``'s reply, or None when the helper failed."""
         deadline = time.monotonic() + REPLY_TIMEOUT_S
+        self._pending = None
         try:
             while self._conn.poll(max(0.0, deadline - time.monotonic())):
                 answered, reply = self._conn.recv()
@@ -250,44 +279,53 @@ class SwapHelper:
         self.failed_at = time.monotonic()
         self._ready = False
         self._stop.detach()
-        _kill(self._conn, self._process)
+        _kill(self._conn, self._process, self._box)
 
 
-def _kill(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
-    """Kill the helper (nothing to do for one that has ended) and close its socket."""
+def _kill(
+    conn: Connection, process: subprocess.Popen[bytes] | None, box: SharedBox | None = None
+) -> None:
+    """Kill the helper (nothing to do for one that has ended), close its socket and its
+    shared box."""
     if process is not None:
         with contextlib.suppress(OSError):
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(STOP_TIMEOUT_S)
     conn.close()
+    if box is not None:
+        with contextlib.suppress(OSError):
+            box.close()
 
 
-def _stop(conn: Connection, process: subprocess.Popen[bytes] | None) -> None:
+def _stop(conn: Connection, process: subprocess.Popen[bytes] | None, box: SharedBox | None) -> None:
     """Ask the helper to stop, wait a moment, then kill what is left."""
     with contextlib.suppress(OSError, ValueError):
         conn.send(None)
     if process is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(STOP_TIMEOUT_S)
-    _kill(conn, process)
+    _kill(conn, process, box)
 
 
-_ENTRY = "import sys; from appliance.pipeline.swap_helper import main; main(sys.argv[1])"
+_ENTRY = (
+    "import sys; from appliance.pipeline.swap_helper import main; main(sys.argv[1], sys.argv[2])"
+)
 
 
-def main(fd: str) -> None:
-    """The helper process's entry: serve on the socket ``fd`` it was handed. Ctrl-C in
-    the terminal reaches the whole process group: the mirror stops its helpers itself
-    (and a helper whose mirror is gone stops at the socket's end)."""
+def main(fd: str, box_fd: str) -> None:
+    """The helper process's entry: serve on the socket ``fd`` and the shared box
+    ``box_fd`` it was handed. Ctrl-C in the terminal reaches the whole process group:
+    the mirror stops its helpers itself (and a helper whose mirror is gone stops at the
+    socket's end)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(Connection(int(fd)))
+    serve(Connection(int(fd)), SharedBox.attach(int(box_fd)))
 
 
-def serve(conn: Connection) -> None:
+def serve(conn: Connection, shared: SharedBox) -> None:
     """The helper process's loop: an ``Identity`` to swap with, a ``SwapJob`` to do, or
-    None to stop. Each job is answered with its number and (swapped, timings, colour
-    memory, box), or a line saying why it failed."""
+    None to stop. Each job's box is swapped in place in ``shared`` and answered with its
+    number and (swapped, timings, colour memory), or a line saying why it failed."""
     identity: Identity | None = None
     swapper: GeometricSwapper | None = None
     conn.send(_READY)
@@ -308,7 +346,7 @@ def serve(conn: Connection) -> None:
             if swapper is None or swapper.settings != job.settings:
                 swapper = GeometricSwapper(job.settings)
             timings: dict[str, float] = {}
-            box = job.box
+            box = shared.view(job.shape)
             swapped = swapper.swap(
                 box,
                 job.face,
@@ -319,6 +357,7 @@ def serve(conn: Connection) -> None:
                 colour=job.colour,
                 own_eyes=job.own_eyes,
             )
-            conn.send((job.number, (swapped, timings, job.colour, box)))
+            del box  # the mapping may be replaced by the next job's
+            conn.send((job.number, (swapped, timings, job.colour)))
         except Exception as exc:  # one face's failure; the helper goes on
             conn.send((job.number, f"{type(exc).__name__}: {exc}"))
