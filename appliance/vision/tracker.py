@@ -314,11 +314,13 @@ class Tracker:
             watched = self.watching(track.track_id)
             return self._landmarks(image, track.next_roi(), worker, track.raw, watched)
 
-        # only the faces whose turn it is go to the pool, so they pair up there (two
-        # faces at once, or one alone on every core) rather than by their places
         coasting = [turns and coasts(track) for track in self._tracks]
         pairs = list(zip(self._tracks, coasting, strict=True))
-        ran = iter(self.pool.map(one, [track for track, c in pairs if not c]))
+        due = [track for track, c in pairs if not c]
+        # taking turns (the light landmarks: their crops are much of their time, in Python),
+        # one face after the other, each on every core; otherwise in pairs on the pool
+        done = [one(ALONE, track) for track in due] if turns else self.pool.map(one, due)
+        ran = iter(done)
         faces = [track.coasted() if c else next(ran) for track, c in pairs]
         add_stage_ms(timings, "landmarks", start)
         return faces
