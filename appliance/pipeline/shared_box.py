@@ -41,9 +41,10 @@ class SharedBox:
 
     @classmethod
     def create(cls, name: str) -> SharedBox:
-        """A new, empty box (its fd is inheritable: pass it to the helper)."""
+        """A new, empty box (its fd closes on exec: ``subprocess``'s ``pass_fds`` hands it
+        to the helper, and no other child gets it)."""
         try:
-            fd = os.memfd_create(name, 0)
+            fd = os.memfd_create(name)
         except (AttributeError, OSError) as exc:  # not Linux, or no memory
             raise SharedBoxError(f"no shared memory for the swap helper: {exc}") from exc
         return cls(fd, owner=True)
