@@ -1,9 +1,8 @@
 """The memory a swap helper process shares with the mirror for a face's box (issue 17).
 
-The box used to go over the helper's socket both ways, pickled; a send could
-wait up to 3.5 ms (p95, three tiled faces on two cores) for the helper to
-drain it. Now only a few numbers go over the socket, and the pixels are in an
-anonymous file both processes map.
+The box used to go over the helper's socket both ways, pickled. Now only a few
+numbers go over the socket, and the pixels are in an anonymous file both
+processes map.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The pixels of a face's box, shared with a swap helper process (``swap_helper``).
 
-The box went over the helper's socket both ways, pickled: about 0.3 ms a
-face at 640x480, and up to 3.5 ms (p95, three tiled faces on two cores) when
-the send waited for the helper, busy or not yet scheduled, to drain the
-socket. Here the box lives in memory both processes map: an anonymous file
+The box went over the helper's socket both ways, pickled: copied into the
+message and out of it on each side, the reply unpickled on the process
+thread. Here the box lives in memory both processes map: an anonymous file
 (``memfd_create``, Linux) handed to the helper when it starts. The main
 process writes the box and sends a few numbers; the helper swaps it in place
 and replies a few numbers. The file grows (in whole MiB) when a box needs
