@@ -237,7 +237,9 @@ def test_the_tile_scan_runs_on_the_helper_too(
     inline = _threads_of(monkeypatch, analyzer.tiles.detector)
     helper = _threads_of(monkeypatch, ahead.tile_detector)
     counts = []
+    clock = _Paced()  # the helper's scans take real time (unpaced: 21 frames to the group)
     for i, image in enumerate(frames):
+        clock.wait(i)
         counts.append(len(tracker.update(image, i * FRAME_NS)))
         if i == 0:
             first = len(inline)
