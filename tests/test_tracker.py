@@ -214,9 +214,11 @@ def test_still_face_jitter_is_smoothed(
     assert smooth * 3 <= raw, f"jitter raw {raw:.3f} px, smoothed {smooth:.3f} px"
 
 
-# the light landmarks (this photo's 160 px crop gets them) are a little less exact where
-# the motion turns (2.8 px at the reversal, within 0.9 px elsewhere; the attention 0.3)
-@pytest.mark.parametrize(("light", "within_px"), [(False, 2.0), (True, 3.5)])
+# where the motion reverses the prediction runs on the other way, 80 px off: the crop
+# sees half the face, and one re-run on its landmarks' centre was still 1.5 px off with
+# OpenCV 5.0 and 8.8 with 5.1 (the light landmarks: this photo's 160 px crop gets them);
+# re-run until centred (at most twice), 1.0 and 0.7
+@pytest.mark.parametrize(("light", "within_px"), [(False, 2.0), (True, 2.0)])
 def test_fast_move_is_followed_without_lag(
     analyzer: FaceAnalyzer, astronaut: np.ndarray, light: bool, within_px: float
 ) -> None:

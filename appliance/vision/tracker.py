@@ -54,6 +54,9 @@ Image = npt.NDArray[np.uint8]
 
 MATCH_DISTANCE = 0.6  # detection-to-track centre distance, in face sizes, to be the same face
 RECROP_OFFSET = 0.08  # landmarks this far (in crop sizes) off the crop centre are re-run centred
+# at most this many re-runs: a crop half a face off (a fast move reversing: the prediction
+# ran on the other way) sees half the face, and its landmarks' centre is off too
+MAX_RECROPS = 2
 PREDICT_MIN = 0.01  # motion below this many crop sizes per frame is not predicted
 DUPLICATE_IOU = 0.5  # two tracks overlapping more than this follow one face: keep one
 SMALL_FACE_SHARE = 1 / 8  # faces under this share of the frame's longer side may be unseen
@@ -452,14 +455,18 @@ class Tracker:
             return self.analyzer.landmarks_on(worker).run(image, crop)
 
         face = run(roi)
-        if face.presence < self.presence_threshold:
-            return face
-        centred = roi_from_landmarks(face.points)
-        if math.hypot(centred.cx - roi.cx, centred.cy - roi.cy) <= RECROP_OFFSET * roi.size:
-            return face
-        self.recrops += 1
-        again = run(centred)
-        return again if again.presence >= self.presence_threshold else face
+        for _ in range(MAX_RECROPS):
+            if face.presence < self.presence_threshold:
+                return face
+            centred = roi_from_landmarks(face.points)
+            if math.hypot(centred.cx - roi.cx, centred.cy - roi.cy) <= RECROP_OFFSET * roi.size:
+                return face
+            self.recrops += 1
+            again = run(centred)
+            if again.presence < self.presence_threshold:
+                return face
+            face, roi = again, centred
+        return face
 
     def _select(self, candidates: list[_Candidate]) -> list[_Candidate]:
         """The policy's faces, largest first (existing tracks favoured), without duplicates:
