@@ -6,6 +6,7 @@ Nothing here is timed (the cost is in `mirror bench`)."""
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 import cv2
 import numpy as np
@@ -27,6 +28,8 @@ from appliance.vision.roi import roi_from_landmarks
 from appliance.vision.tracker import Tracker, inter_ocular
 from appliance.vision.types import FaceLandmarks, Roi
 from tests.conftest import landmark_runs, media_frames
+
+T = TypeVar("T")
 
 FRAME_NS = 33_333_333
 IRISES = (468, 473)
@@ -195,6 +198,29 @@ def test_a_crowd_gets_the_light_landmarks(
         pool.close()
 
 
+def _crowd_frames(
+    analyzer: FaceAnalyzer, image: np.ndarray, faces: int, record: list[T]
+) -> list[list[T]]:
+    """What ``record`` got in each of four frames of a tracker following the ``faces``
+    faces of ``image`` on a two-worker face pool, after three frames to settle (it
+    detects on the first only)."""
+    pool = FacePool()
+    pool.parallel = True
+    try:
+        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
+        tracker.detect_every = 30
+        for i in range(3):
+            tracker.update(image, i * FRAME_NS)
+        per_frame = []
+        for i in range(3, 7):
+            record.clear()
+            assert len(tracker.update(image, i * FRAME_NS)) == faces
+            per_frame.append(record[:])
+        return per_frame
+    finally:
+        pool.close()
+
+
 @pytest.mark.parametrize(("faces", "runs"), [(2, [2, 2, 2, 2]), (3, [1, 1, 2, 2])])
 def test_a_crowd_takes_turns(
     analyzer: FaceAnalyzer,
@@ -209,21 +235,8 @@ def test_a_crowd_takes_turns(
     assert analyzer.crowds  # ``auto``
     counted = landmark_runs(monkeypatch)
     image = _tile(analyzer, astronaut, faces, 400)
-    pool = FacePool()
-    pool.parallel = True
-    try:
-        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
-        tracker.detect_every = 30
-        for i in range(3):
-            tracker.update(image, i * FRAME_NS)
-        per_frame = []
-        for i in range(3, 7):
-            before = len(counted)
-            assert len(tracker.update(image, i * FRAME_NS)) == faces
-            per_frame.append(len(counted) - before)
-        assert sorted(per_frame) == runs, f"landmark runs per frame {per_frame}"
-    finally:
-        pool.close()
+    per_frame = [len(ran) for ran in _crowd_frames(analyzer, image, faces, counted)]
+    assert sorted(per_frame) == runs, f"landmark runs per frame {per_frame}"
 
 
 def test_the_faces_whose_turn_it_is_run_one_after_the_other_on_every_core(
@@ -244,22 +257,9 @@ def test_the_faces_whose_turn_it_is_run_one_after_the_other_on_every_core(
 
     monkeypatch.setattr(analyzer, "light_on", recorded)
     image = _tile(analyzer, astronaut, 3, 400)
-    pool = FacePool()
-    pool.parallel = True
-    try:
-        tracker = Tracker(analyzer, policy="all", max_faces=4, pool=pool, detect_ahead=False)
-        tracker.detect_every = 30
-        for i in range(3):
-            tracker.update(image, i * FRAME_NS)
-        per_frame = []
-        for i in range(3, 7):
-            workers.clear()
-            assert len(tracker.update(image, i * FRAME_NS)) == 3
-            per_frame.append(workers[:])
-        one, two = [ALONE], [ALONE, ALONE]
-        assert sorted(per_frame) == [one, one, two, two], f"workers per frame {per_frame}"
-    finally:
-        pool.close()
+    per_frame = _crowd_frames(analyzer, image, 3, workers)
+    one, two = [ALONE], [ALONE, ALONE]
+    assert sorted(per_frame) == [one, one, two, two], f"workers per frame {per_frame}"
 
 
 def test_switching_models_has_a_margin() -> None:
