@@ -107,9 +107,9 @@ class DetectorSettings(_Frozen):
     landmarks: Literal["auto", "full", "light"] = Field(
         "auto",
         description="auto: the full landmark model, the light one (FaceMesh v1 + iris) for small"
-        " faces, for 3 or more faces on two CPUs (which also take turns: each face's landmarks"
-        " every other frame), on one CPU and on the degrade ladder; full: never the light one;"
-        " light: always.",
+        " faces, for 3 or more faces on two CPUs (which also take turns: one face's landmarks"
+        " a frame, each every third frame), on one CPU and on the degrade ladder; full: never"
+        " the light one; light: always.",
     )
 
 

@@ -106,7 +106,7 @@ def test_quality_ladder_steps_follow_the_configuration_and_input() -> None:
         "light landmarks",
         "processing at 720p",
         "processing at 540p",
-        "landmarks every other frame",
+        "landmarks in turn",
     ]
     assert full_hd[-1].blend == "feather" and full_hd[-1].redetect_every == 10
     assert full_hd[-1].max_height == 540 and full_hd[-1].alternate_landmarks
@@ -129,7 +129,7 @@ def test_quality_ladder_steps_follow_the_configuration_and_input() -> None:
         "full quality",
         "detect every 10 frames",
         "processing at 540p",
-        "landmarks every other frame",
+        "landmarks in turn",
     ]
     assert [q.name for q in one_cpu] == names
     assert all(q.light_landmarks for q in one_cpu)

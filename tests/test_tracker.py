@@ -23,7 +23,7 @@ from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import build_processor
 from appliance.vision.analyzer import FaceAnalyzer
 from appliance.vision.one_euro import OneEuroFilter, OneEuroParams
-from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular
+from appliance.vision.tracker import Policy, Track, Tracker, inter_ocular, turn_cycle
 from appliance.vision.types import Detection
 from tests.conftest import landmark_runs, shared_media
 
@@ -439,34 +439,52 @@ def test_a_still_face_taking_turns_stays_still(
     assert swing < 0.03, f"the coasted face swung {swing:.3f} of the eye distance"
 
 
-def test_landmarks_every_other_frame_take_the_faces_in_turn(
+def _round(frames: list[list[int]]) -> list[int]:
+    """The faces run over ``frames``, in id order."""
+    return sorted(i for frame in frames for i in frame)
+
+
+def test_the_ladders_last_level_takes_the_faces_in_turn(
     analyzer: FaceAnalyzer,
     three_faces: np.ndarray,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The ladder's last level: each followed face's landmark models run every other frame,
-    faces in turn (about half of them a frame), the others coasting on their last motion;
-    a face the liveness gate waits for runs every frame. Ids stay, and nothing is lost."""
+    """The ladder's last level: the followed faces' landmark models run in turn, one face a
+    frame for three (each every third frame), by id, the others coasting on their last
+    motion; a face the liveness gate waits for runs every frame. Ids stay, and nothing is
+    lost."""
     runs = landmark_runs(monkeypatch)
     tracker = Tracker(analyzer, detect_every=30, policy="all", max_faces=3)
-    frames = still_clip(three_faces, frames=9, seed=5)
+    frames = still_clip(three_faces, frames=13, seed=5)
     tracker.update(frames[0], 0)  # found and followed: every face's models run
     tracker.alternate = True
-    per_frame, ids = [], []
-    for i, image in enumerate(frames[1:5], start=1):
-        before = len(runs)
-        tracks = tracker.update(image, i * FRAME_NS)
-        per_frame.append(len(runs) - before)
-        ids.append(sorted(t.track_id for t in tracks))
-    assert sorted(per_frame) == [1, 1, 2, 2], f"model runs per frame {per_frame}"
-    assert all(frame == ids[0] for frame in ids) and len(ids[0]) == 3
-    watched = ids[0][0]
+
+    def ran(images: list[np.ndarray], first: int) -> list[list[int]]:
+        """Per frame, the faces whose models ran (not coasted)."""
+        out = []
+        for i, image in enumerate(images, start=first):
+            before = len(runs)
+            tracks = tracker.update(image, i * FRAME_NS)
+            assert sorted(t.track_id for t in tracks) == ids
+            out.append(sorted(t.track_id for t in tracks if not t.raw.coasted))
+            assert len(runs) - before == len(out[-1])
+        return out
+
+    ids = sorted(t.track_id for t in tracker.tracks)
+    assert len(ids) == 3
+    alone = ran(frames[1:7], 1)
+    assert all(len(frame) == 1 for frame in alone), f"faces run per frame {alone}"
+    assert all(_round(alone[k : k + 3]) == ids for k in range(4)), alone
+    watched = ids[0]
     tracker.watching = lambda track_id: track_id == watched
-    before = len(runs)
-    for i, image in enumerate(frames[5:9], start=5):
-        assert sorted(t.track_id for t in tracker.update(image, i * FRAME_NS)) == ids[0]
-    # the watched face 4 times, the other two every other frame: 2 each (6 without watching)
-    assert len(runs) - before == 8
+    seen = ran(frames[7:13], 7)
+    assert all(watched in frame for frame in seen), f"faces run per frame {seen}"
+    others = [[i for i in frame if i != watched] for frame in seen]
+    assert all(_round(others[k : k + 3]) == ids[1:] for k in range(4)), seen
     still = tracker.tracks[0]
     coasted = still.coasted()
     assert np.allclose(coasted.points[:, :2] - still.raw.points[:, :2], still.velocity, atol=1e-4)
+
+
+def test_a_round_of_turns_is_one_face_a_frame_up_to_three() -> None:
+    assert [turn_cycle(faces) for faces in range(1, 7)] == [2, 2, 3, 3, 3, 3]

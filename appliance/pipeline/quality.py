@@ -6,9 +6,10 @@ level's savings and adds one: Poisson blending becomes the feathered blend
 then every face gets the light landmarks (FaceMesh v1 and the iris model,
 about half the attention model's cost: ``vision.light_landmarks``), then
 frames are processed at 720 and then 540 lines (only steps below the
-input's own height), and last each face's landmarks run every other frame
-(faces in turn; a face the liveness gate waits for still every frame), the
-face coasting on its last motion in between. Steps that would change nothing
+input's own height), and last the faces' landmarks run in turn (every
+other frame for one face, one face a frame for more: ``tracker.turn_cycle``;
+a face the liveness gate waits for still every frame), a face coasting on
+its last motion in between. Steps that would change nothing
 are left out.
 """
 
@@ -35,7 +36,7 @@ class QualityLevel:
     max_height: int | None = None
     name: str = "full quality"
     light_landmarks: bool = False  # every face on the light landmark models
-    alternate_landmarks: bool = False  # each face's landmarks every other frame
+    alternate_landmarks: bool = False  # the faces' landmarks in turn (``tracker.turn_cycle``)
 
 
 def build_ladder(
@@ -58,6 +59,6 @@ def build_ladder(
         if input_height > height:
             level = dataclasses.replace(level, max_height=height, name=f"processing at {height}p")
             ladder.append(level)
-    level = dataclasses.replace(level, alternate_landmarks=True, name="landmarks every other frame")
+    level = dataclasses.replace(level, alternate_landmarks=True, name="landmarks in turn")
     ladder.append(level)
     return ladder

@@ -72,8 +72,8 @@ class FaceAnalyzer:
     light_models: tuple[Path, Path] | None = None
     light_always: bool = False  # every face on the light models (see ``from_store``)
     # a crowd (more faces than the face pool runs at once) on the light models, taking
-    # turns: each face's landmarks every other frame, coasting on its last motion in
-    # between (the ladder's last level, from the first frame): ``auto``
+    # turns: one face's landmarks a frame (each every third frame), coasting on its last
+    # motion in between (the ladder's last level, from the first frame): ``auto``
     crowds: bool = False
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
