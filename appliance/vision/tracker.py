@@ -80,10 +80,6 @@ def turn_cycle(faces: int) -> int:
     return min(MAX_TURN_CYCLE, max(2, faces))
 
 
-def _track_id(track: Track) -> int:
-    return track.track_id
-
-
 def _older(a: _Candidate, b: _Candidate) -> bool:
     """Whether ``a`` continues an older track than ``b`` does (a new face is the newest)."""
     return a.track is not None and (b.track is None or a.track.track_id < b.track.track_id)
@@ -332,7 +328,7 @@ class Tracker:
         # in turn by id, not by place (the places of faces of one size swap): the faces'
         # ranks by id; the liveness gate sees every frame of a face it watches
         cycle = turn_cycle(len(self._tracks))
-        rank = {t.track_id: i for i, t in enumerate(sorted(self._tracks, key=_track_id))}
+        rank = {tid: i for i, tid in enumerate(sorted(t.track_id for t in self._tracks))}
 
         def coasts(track: Track) -> bool:
             due = (self._frames + rank[track.track_id]) % cycle == 0
