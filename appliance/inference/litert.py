@@ -14,6 +14,7 @@ import numpy.typing as npt
 from appliance.backend_names import LITERT_CPU
 from appliance.errors import BackendError
 from appliance.inference.base import SpecModel, TensorSpec
+from appliance.inference.spread import Spread, started_by
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +28,10 @@ def _spec(detail: dict[str, Any]) -> TensorSpec:
 
 
 class LiteRTModel(SpecModel):
-    """One interpreter; ``run`` is serialised because interpreters are not re-entrant."""
+    """One interpreter; ``run`` is serialised because interpreters are not re-entrant.
+
+    With ``num_threads`` above one, the worker threads the interpreter starts are
+    kept off the caller's CPU at each run (``spread``)."""
 
     backend_name: str = LITERT_CPU
 
@@ -42,9 +46,11 @@ class LiteRTModel(SpecModel):
         self.num_threads = num_threads
         try:
             self._interp = Interpreter(model_path=str(path), num_threads=num_threads)
-            self._interp.allocate_tensors()
+            # the worker threads start here (the XNNPACK delegate's pool)
+            _, workers = started_by(self._interp.allocate_tensors, num_threads - 1)
         except (ValueError, RuntimeError) as exc:
             raise BackendError(f"LiteRT cannot load {path}: {exc}") from exc
+        self._spread = Spread(workers)
         in_details = self._interp.get_input_details()
         out_details = self._interp.get_output_details()
         self._in_idx = [int(d["index"]) for d in in_details]
@@ -56,6 +62,7 @@ class LiteRTModel(SpecModel):
     def run(self, feeds: Sequence[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
         self._check(feeds)
         with self._lock:
+            self._spread.before_run()
             for idx, value in zip(self._in_idx, feeds, strict=True):
                 self._interp.set_tensor(idx, np.ascontiguousarray(value, dtype=np.float32))
             self._interp.invoke()
@@ -66,6 +73,7 @@ class LiteRTModel(SpecModel):
         return LiteRTModel(self.path, num_threads)
 
     def close(self) -> None:
+        self._spread = Spread([])  # its threads end with the interpreter
         self._interp = None
 
 
