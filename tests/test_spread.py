@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -46,11 +46,11 @@ def sleeper() -> Iterator[int]:
 
 
 @contextmanager
-def holding_to_one_cpu() -> Iterator[int]:
-    """The calling thread held to its first allowed CPU (so it cannot move mid-test);
-    threads it starts meanwhile inherit that one CPU."""
+def holding_to_one_cpu(cpu: int | None = None) -> Iterator[int]:
+    """The calling thread held to ``cpu`` (its first allowed CPU by default), so it
+    cannot move mid-test; threads it starts meanwhile inherit that one CPU."""
     allowed = os.sched_getaffinity(0)
-    cpu = min(allowed)
+    cpu = min(allowed) if cpu is None else cpu
     os.sched_setaffinity(0, {cpu})
     try:
         yield cpu
@@ -58,10 +58,20 @@ def holding_to_one_cpu() -> Iterator[int]:
         os.sched_setaffinity(0, allowed)
 
 
-@pytest.fixture
-def held_to_one_cpu() -> Iterator[int]:
-    with holding_to_one_cpu() as cpu:
-        yield cpu
+def from_a_held_caller(run: Callable[[], None], cpu: int | None = None) -> int:
+    """``run()`` called from a thread held to one CPU (the process, its main thread, left
+    free, as in the mirror: the processing thread calls the models); that CPU."""
+    held: list[int] = []
+
+    def call() -> None:
+        with holding_to_one_cpu(cpu) as cpu_held:
+            run()
+            held.append(cpu_held)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    caller.join()
+    return held[0]
 
 
 @linux
@@ -98,20 +108,33 @@ def test_an_unexpected_count_of_threads_spreads_none() -> None:
 
 @linux
 @two_cpus
-def test_workers_are_moved_off_the_callers_cpu(sleeper: int, held_to_one_cpu: int) -> None:
-    allowed = os.sched_getaffinity(sleeper)  # started before the caller was held
-    spread = Spread([sleeper])
-    spread.before_run()
-    assert os.sched_getaffinity(sleeper) == allowed - {held_to_one_cpu}
-    assert current_cpu() == held_to_one_cpu
+def test_workers_are_moved_off_the_callers_cpu(sleeper: int) -> None:
+    allowed = os.sched_getaffinity(0)
+    cpu = from_a_held_caller(Spread([sleeper]).before_run)
+    assert os.sched_getaffinity(sleeper) == allowed - {cpu}
 
 
 @linux
-def test_a_process_held_to_one_cpu_stays_held(held_to_one_cpu: int, sleeper: int) -> None:
-    # the worker started while the caller was held: it inherited the one CPU
-    assert os.sched_getaffinity(sleeper) == {held_to_one_cpu}
-    Spread([sleeper]).before_run()
-    assert os.sched_getaffinity(sleeper) == {held_to_one_cpu}  # nowhere else to go
+@two_cpus
+def test_the_workers_follow_the_caller_from_cpu_to_cpu(sleeper: int) -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    spread = Spread([sleeper])
+    for cpu in (allowed[-1], allowed[0], allowed[-1]):
+        assert from_a_held_caller(spread.before_run, cpu) == cpu
+        assert os.sched_getaffinity(sleeper) == set(allowed) - {cpu}
+
+
+@linux
+def test_a_process_held_to_one_cpu_stays_held() -> None:
+    with holding_to_one_cpu() as cpu:  # the main thread: what ``--cores 1`` does
+        done = threading.Event()
+        worker = threading.Thread(target=done.wait, daemon=True)
+        worker.start()  # it inherits the one CPU
+        assert worker.native_id is not None
+        Spread([worker.native_id]).before_run()
+        assert os.sched_getaffinity(worker.native_id) == {cpu}  # nowhere else to go
+        done.set()
+        worker.join()
 
 
 @linux
@@ -134,9 +157,10 @@ def test_the_two_thread_landmark_model_runs_its_worker_on_another_cpu(
     workers = model._spread.workers
     assert len(workers) == 1  # the XNNPACK pool's one worker beside the caller
     feeds = [np.zeros(spec.shape, np.float32) for spec in model.inputs]
-    with holding_to_one_cpu() as cpu:
-        model.run(feeds)
-        assert cpu not in os.sched_getaffinity(workers[0])
+    outputs: list[np.ndarray] = []
+    cpu = from_a_held_caller(lambda: outputs.extend(model.run(feeds)))
+    assert len(outputs) == len(model.outputs)
+    assert cpu not in os.sched_getaffinity(workers[0])
     single = LiteRTModel(store.path("face_landmarks"), num_threads=1)
     assert single._spread.workers == []  # nothing to spread
     model.close()

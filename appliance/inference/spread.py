@@ -11,12 +11,15 @@ the one-face landmark model took 4.5-4.6 ms a frame, against 2.6-2.8 ms
 with the worker held to the other CPU, and 5.9 ms with both held to one
 (the caller paced at 30 fps, nothing else running; 1.8 ms back to back).
 
-So before each run the worker threads are allowed every CPU that they or
-the caller may use except the one the caller is on (when that changed since
-the last run: one ``sched_getcpu`` call per run, a ``sched_setaffinity`` per
-worker only on a change). The caller itself stays free. Where there is no
-other CPU (a process held to one) the workers keep their set; where the
-platform cannot tell (no ``sched_getcpu``, no ``/proc``) nothing is done.
+So before each run the worker threads are allowed every CPU that the
+process (its main thread) or the caller may use except the one the caller
+is on (when that changed since the last run: one ``sched_getcpu`` call per
+run, a ``sched_setaffinity`` per worker only on a change). The caller
+itself stays free. Where there is no other CPU (a process held to one) the
+workers stay on that one; where the platform cannot tell (no
+``sched_getcpu``, no ``/proc``) nothing is done. (``mirror bench --cores
+N`` holds every thread, the main one included, to N CPUs: the workers
+stay among them.)
 """
 
 from __future__ import annotations
@@ -93,12 +96,12 @@ class Spread:
         if cpu is None or cpu == self._cpu:
             return
         self._cpu = cpu
-        mine = os.sched_getaffinity(0)
+        # the process's CPUs (its main thread's: ``--cores`` holds them all) and the caller's
+        allowed = os.sched_getaffinity(os.getpid()) | os.sched_getaffinity(0)
+        others = allowed - {cpu} or allowed
         for worker in list(self.workers):
             try:
-                # never wider than the two sets (a process held to fewer CPUs stays held)
-                allowed = mine | os.sched_getaffinity(worker)
-                os.sched_setaffinity(worker, allowed - {cpu} or allowed)
+                os.sched_setaffinity(worker, others)
             except OSError as exc:  # the interpreter was closed and its threads ended
                 logger.debug("worker thread %d: %s", worker, exc)
                 self.workers.remove(worker)
