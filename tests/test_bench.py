@@ -66,6 +66,7 @@ def test_frames_are_stamped_with_their_scheduled_capture_time() -> None:
         assert frame.capture_ns == source.due_ns(frame.index)
         assert colour_of(frame.image) == frame.index % 4  # the clip loops
         assert frame.encoded is source.clip.jpegs[frame.index % 4]  # its JPEG, not a copy
+        assert frame.timings_ms["decode"] > 0  # part of its latency, reported on its own
     first, last = frames[0], frames[-1]
     assert first is not None and last is not None
     assert last.capture_ns - first.capture_ns == (last.index - first.index) * source.period_ns

@@ -98,6 +98,7 @@ def test_mjpg_frames_are_read_as_jpeg_bytes_and_decoded_here(jpegs: list[bytes])
         assert frame.image.flags.writeable  # the swap paints into it
         assert_same_picture(frame.image, data)
         assert frame.encoded is not None and bytes(frame.encoded) == data  # kept for a retry
+        assert frame.timings_ms["decode"] > 0  # the decode, a stage of its own
 
 
 def test_a_camera_that_grants_another_format_keeps_its_own_conversion(
@@ -109,6 +110,7 @@ def test_a_camera_that_grants_another_format_keeps_its_own_conversion(
     assert not any(prop == cv2.CAP_PROP_CONVERT_RGB for prop, _ in cap.sets)
     assert frame is not None and frame.image.shape == (240, 320, 3)
     assert frame.encoded is None  # pixels, no JPEG
+    assert "decode" not in frame.timings_ms
 
 
 def test_a_frame_that_does_not_decode_is_skipped(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -143,6 +144,10 @@ def test_a_worker_that_ended_is_forgotten() -> None:
     thread.start()
     thread.join()
     assert thread.native_id is not None
+    # join() returns as Python's thread finishes; the OS thread ends a moment later
+    deadline = time.monotonic() + 5.0
+    while thread.native_id in thread_ids() and time.monotonic() < deadline:
+        time.sleep(0.001)
     spread = Spread([thread.native_id])
     spread.before_run()
     assert spread.workers == []

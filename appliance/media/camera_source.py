@@ -34,6 +34,7 @@ from appliance.errors import ConfigError, SourceError
 from appliance.media.frames import Frame
 from appliance.media.jpeg import decode_jpeg, is_jpeg
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
+from appliance.timing import add_stage_ms
 
 logger = logging.getLogger(__name__)
 
@@ -207,10 +208,14 @@ class CameraSource(FrameSource):
                 if not ok or image is None or image.size == 0:
                     break
                 encoded = image if is_jpeg(image) else None  # a new array every read
+                start = time.perf_counter()
                 pixels = image if encoded is None else decode_jpeg(encoded)
                 if pixels is not None:
                     self._last_frame_at = now
-                    return self._make_frame(as_bgr(pixels), encoded)
+                    frame = self._make_frame(as_bgr(pixels), encoded)
+                    if encoded is not None:
+                        add_stage_ms(frame.timings_ms, "decode", start)
+                    return frame
                 self.damaged += 1  # skipped; a camera sending only these stalls
                 if self.damaged % 100 == 1:
                     logger.warning(

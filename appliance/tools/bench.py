@@ -55,6 +55,7 @@ VARIANTS = ("naive", "pipeline")
 # the processor's stages in frame order; shape, gaze, colour, relight and detail are the
 # natural-face steps (issue 14), each reported on its own
 STAGES = (
+    "decode",
     "queue",
     "detect",
     "landmarks",

@@ -25,6 +25,7 @@ from appliance.errors import ConfigError, InputError
 from appliance.media.frames import Frame, Image
 from appliance.media.jpeg import decode_jpeg
 from appliance.media.source_base import FrameSource, FrameTimeoutError
+from appliance.timing import add_stage_ms
 
 logger = logging.getLogger(__name__)
 
@@ -137,8 +138,11 @@ class LiveClipSource(FrameSource):
         self.frames_skipped += index - self._next_index
         self._next_index = index + 1
         self.frames_read += 1
+        start = time.perf_counter()
         image, encoded = self.clip.decode(index), self.clip.jpeg(index)
-        return Frame(image, index, self.due_ns(index), encoded=encoded)
+        frame = Frame(image, index, self.due_ns(index), encoded=encoded)
+        add_stage_ms(frame.timings_ms, "decode", start)
+        return frame
 
     def _wait_until(self, due_ns: int, timeout_s: float | None) -> None:
         delay_s = max(0, due_ns - time.monotonic_ns()) / 1e9
