@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 import cv2
 
 from appliance.errors import ConfigError
+from appliance.inference.spread import thread_ids
 
 logger = logging.getLogger(__name__)
-
-TASKS = Path("/proc/self/task")
 
 
 def available_cpus() -> list[int]:
@@ -37,7 +35,7 @@ def pin_cores(count: int) -> list[int]:
         raise ConfigError("--cores needs os.sched_setaffinity (Linux)")
     chosen = set(cpus[:count])
     os.sched_setaffinity(0, chosen)
-    for task in _tasks():
+    for task in sorted(thread_ids()):
         try:
             os.sched_setaffinity(task, chosen)
         except OSError as exc:  # a thread that ended meanwhile
@@ -45,10 +43,3 @@ def pin_cores(count: int) -> list[int]:
     cv2.setNumThreads(count)
     logger.info("pinned to CPU(s) %s", sorted(chosen))
     return sorted(chosen)
-
-
-def _tasks() -> list[int]:
-    try:
-        return [int(p.name) for p in TASKS.iterdir() if p.name.isdigit()]
-    except OSError:
-        return []
