@@ -101,6 +101,24 @@ def test_mjpg_frames_are_read_as_jpeg_bytes_and_decoded_here(jpegs: list[bytes])
         assert frame.timings_ms["decode"] > 0  # the decode, a stage of its own
 
 
+def test_a_large_frame_with_restart_markers_is_decoded_in_two_halves(
+    astronaut: np.ndarray,
+) -> None:
+    """A webcam that ends every MCU row with a restart marker (as many do): its 1280x720
+    frames are decoded in two halves at once (``media.jpeg_halves``), same pixels."""
+    image = cv2.resize(astronaut, (1280, 720))
+    params = [cv2.IMWRITE_JPEG_RST_INTERVAL, 1280 // 16]
+    data = cv2.imencode(".jpg", image, params)[1].tobytes()
+    cap = MjpgCapture([data, data], granted=MJPG)
+    with _camera(cap) as camera:
+        frames = [camera.read(1.0), camera.read(1.0)]
+        decoder = camera.decoder
+    assert (decoder.halves, decoder.whole) == (2, 0)
+    for frame in frames:
+        assert frame is not None and np.array_equal(frame.image, decode_jpeg(data))
+        assert frame.timings_ms["decode"] > 0
+
+
 def test_a_camera_that_grants_another_format_keeps_its_own_conversion(
     jpegs: list[bytes],
 ) -> None:

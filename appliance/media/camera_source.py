@@ -32,7 +32,8 @@ import cv2
 
 from appliance.errors import ConfigError, SourceError
 from appliance.media.frames import Frame
-from appliance.media.jpeg import decode_jpeg, is_jpeg
+from appliance.media.jpeg import is_jpeg
+from appliance.media.jpeg_halves import HalvesDecoder
 from appliance.media.source_base import FrameSource, FrameTimeoutError, as_bgr
 from appliance.timing import add_stage_ms
 
@@ -115,7 +116,9 @@ class CameraSource(FrameSource):
     frame for ``stall_s`` is a lost camera (released, opened again).
 
     An MJPG stream's frames come from the driver as JPEG bytes and are decoded
-    by ``media.jpeg``; a frame that does not decode is skipped (``damaged``).
+    by ``media.jpeg_halves`` (in two halves at once where the camera puts
+    restart markers in them, as many do); a frame that does not decode is
+    skipped (``damaged``).
     """
 
     def __init__(
@@ -140,11 +143,13 @@ class CameraSource(FrameSource):
         self._cap_lock = threading.Lock()
         self.reconnects = 0  # times the camera was opened again after it was lost
         self.damaged = 0  # frames that did not decode (skipped)
+        self.decoder = HalvesDecoder("capture-jpeg")
 
     def __repr__(self) -> str:
         return f"CameraSource({self.name!r})"
 
     def _on_start(self) -> None:
+        self.decoder = HalvesDecoder("capture-jpeg")
         cap = self._open()
         with self._cap_lock:
             self._cap = cap
@@ -195,6 +200,7 @@ class CameraSource(FrameSource):
             cap, self._cap = self._cap, None
         if cap is not None:
             cap.release()
+        self.decoder.close()
 
     def _read(self, timeout_s: float | None) -> Frame | None:
         began = time.monotonic()
@@ -209,7 +215,7 @@ class CameraSource(FrameSource):
                     break
                 encoded = image if is_jpeg(image) else None  # a new array every read
                 start = time.perf_counter()
-                pixels = image if encoded is None else decode_jpeg(encoded)
+                pixels = image if encoded is None else self.decoder.decode(encoded)
                 if pixels is not None:
                     self._last_frame_at = now
                     frame = self._make_frame(as_bgr(pixels), encoded)

@@ -4,11 +4,13 @@ Frame ``k`` is "captured" at ``t0 + k / fps`` (``t0`` = ``start()``), whether
 anyone reads it or not. The emulated driver keeps one buffer and the newest
 frame wins: ``read()`` returns the newest frame captured so far that was not
 returned yet, and every older unread frame is lost (``frames_skipped``).
-Each read decodes one JPEG as the camera source does (``media.jpeg``), so it
-costs what an MJPG camera's decode costs, and a clip of a few hundred frames
-stays a few MiB. A returned frame's ``capture_ns`` is its scheduled capture
-time (monotonic), not the time it was read; its ``index`` is its number in
-the stream (the clip loops).
+Each read decodes one JPEG as the camera source does (``media.jpeg_halves``),
+so it costs what an MJPG camera's decode costs, and a clip of a few hundred
+frames stays a few MiB. The JPEGs carry a restart marker at the end of every
+MCU row, as many webcams' do (``media.jpeg_restarts``), so a large frame is
+decoded in two halves at once, as such a camera's is. A returned frame's
+``capture_ns`` is its scheduled capture time (monotonic), not the time it was
+read; its ``index`` is its number in the stream (the clip loops).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import numpy as np
 from appliance.errors import ConfigError, InputError
 from appliance.media.frames import Frame, Image
 from appliance.media.jpeg import decode_jpeg
+from appliance.media.jpeg_halves import HalvesDecoder
 from appliance.media.source_base import FrameSource, FrameTimeoutError
 from appliance.timing import add_stage_ms
 
 logger = logging.getLogger(__name__)
 
 JPEG_QUALITY = 90
+MCU_WIDTH = 16  # OpenCV's JPEGs are 4:2:0: 16x16-pixel MCUs
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,9 @@ class JpegClip:
             shape = shape or image.shape
             if image.shape != shape or image.dtype != np.uint8 or len(shape) != 3:
                 raise InputError(f"clip images must all be {shape} uint8 BGR, got {image.shape}")
-            ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+            per_row = -(-image.shape[1] // MCU_WIDTH)  # a restart marker after every MCU row
+            params = [cv2.IMWRITE_JPEG_QUALITY, quality, cv2.IMWRITE_JPEG_RST_INTERVAL, per_row]
+            ok, data = cv2.imencode(".jpg", image, params)
             if not ok:
                 raise InputError("cannot JPEG-encode a clip image")
             jpegs.append(data.tobytes())
@@ -100,6 +106,7 @@ class LiveClipSource(FrameSource):
         self.frames_skipped = 0
         self._t0_ns = 0
         self._stop_ns = 0
+        self._decoder = HalvesDecoder("capture-jpeg")
 
     def __repr__(self) -> str:
         w, h = self.size
@@ -124,9 +131,11 @@ class LiveClipSource(FrameSource):
         self._t0_ns = time.monotonic_ns()
         self._next_index = 0
         self.frames_read = self.frames_skipped = 0
+        self._decoder = HalvesDecoder("capture-jpeg")
 
     def _on_stop(self) -> None:
         self._stop_ns = time.monotonic_ns()
+        self._decoder.close()
 
     def _read(self, timeout_s: float | None) -> Frame | None:
         if self._next_index >= self.frames:
@@ -139,7 +148,10 @@ class LiveClipSource(FrameSource):
         self._next_index = index + 1
         self.frames_read += 1
         start = time.perf_counter()
-        image, encoded = self.clip.decode(index), self.clip.jpeg(index)
+        encoded = self.clip.jpeg(index)
+        image = self._decoder.decode(encoded)
+        if image is None:
+            raise InputError(f"clip frame {index} does not decode")
         frame = Frame(image, index, self.due_ns(index), encoded=encoded)
         add_stage_ms(frame.timings_ms, "decode", start)
         return frame
