@@ -24,6 +24,7 @@ from appliance.paths import REPO_ROOT
 from appliance.pipeline.factory import build_analyzer
 from appliance.tools.bench import VariantResult, median_run, pooled_run
 from appliance.tools.bench_clips import tile3, tile_cells, tiled_clip, video_clip
+from appliance.tools.bench_markdown import format_markdown
 from appliance.tools.bench_targets import Check, check_targets
 from appliance.tools.cores import available_cpus
 from appliance.tools.live_clip import JpegClip, LiveClipSource
@@ -251,6 +252,20 @@ def result(
         faces_found=seen,
         faces_median=seen,
     )
+
+
+def test_no_restarts_is_a_flag_of_the_command_on_the_page() -> None:
+    """``--no-restarts`` (every camera frame decoded whole) reaches the run and the
+    page's command line, as the flag it is."""
+    parser = argparse.ArgumentParser()
+    bench_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["bench", "--no-restarts"])
+    assert args.restarts is False and parser.parse_args(["bench"]).restarts is True
+    args.frames, args.fps, args.sizes, args.faces = 5, 30.0, "320x240", "1"
+    args.media, args.identity, args.repeat, args.cores = Path("m"), "id", 1, None
+    page = format_markdown([], [], bench_cmd._options(args))
+    assert "--repeat 1 --no-restarts`" in page
+    assert "a restart marker after every MCU row" in page
 
 
 def test_the_load_before_the_run_says_whether_the_machine_was_busy() -> None:

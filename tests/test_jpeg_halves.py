@@ -229,3 +229,14 @@ def test_a_camera_clip_carries_restarts_and_is_read_in_halves() -> None:
         assert frame is not None
         assert np.array_equal(frame.image, clip.decode(frame.index))
         assert frame.timings_ms["decode"] > 0
+
+
+def test_a_clip_played_without_restarts_is_decoded_whole(photo: np.ndarray) -> None:
+    """``mirror bench --no-restarts``: a camera whose JPEGs carry no markers."""
+    clip = JpegClip.from_images([photo, photo])
+    with LiveClipSource(clip, fps=60, restarts=False) as source:
+        frames = [source.read(1.0) for _ in range(len(clip))]
+        decoder = source._decoder
+    assert decoder.halves == 0
+    for frame in frames:
+        assert frame is not None and np.array_equal(frame.image, clip.decode(frame.index))

@@ -4,8 +4,9 @@ Clips: each ``*.mp4`` of ``--media`` (../shared/media by default), or the
 demo camera when there is none, at each ``--sizes``, with 1 and/or 3 faces
 (``--faces``; 3 faces by tiling; ``group``: 3 small faces, a tiled half-body
 shot), played as a live camera at ``--fps``; ``--cores N`` holds the process
-to N CPUs. Every case and variant runs ``--repeat`` times (3), each repeat
-through all cases before the next; its row's latencies are over every run's
+to N CPUs; ``--no-restarts`` decodes every camera frame whole. Every case
+and variant runs ``--repeat`` times (3), each repeat through all cases
+before the next; its row's latencies are over every run's
 frames together, its other figures the run with the median e2e p95
 (``bench.pooled_run``). Prints a line per run, then a table and the
 issue's targets (``bench_targets``) checked on the pipeline rows; ``--json``
@@ -91,6 +92,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"runs of every case and variant, spread over the bench; a row's latencies are"
         f" over all its runs' frames (default {REPEAT})",
     )
+    parser.add_argument(
+        "--no-restarts",
+        dest="restarts",
+        action="store_false",
+        help="decode every camera frame whole, as for a camera whose JPEGs carry no restart"
+        " markers (default: a large frame is decoded in two halves at once)",
+    )
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
     parser.add_argument(
@@ -173,7 +181,9 @@ def _bench(args: argparse.Namespace) -> int:
     for repeat in range(1, args.repeat + 1):
         for index, clip in enumerate(clips):
             for variant in VARIANTS:
-                result = run_variant(variant, clip, processor, args.frames, fps=args.fps)
+                result = run_variant(
+                    variant, clip, processor, args.frames, fps=args.fps, restarts=args.restarts
+                )
                 runs.setdefault((index, variant), []).append(result)
                 counted = f"run {repeat} of {args.repeat}: " if args.repeat > 1 else ""
                 print(f"bench: {counted}{_progress(result)}", flush=True)
@@ -236,6 +246,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "identity": args.identity,
         "repeat": args.repeat,
         **({"cores": args.cores} if args.cores is not None else {}),
+        **({} if args.restarts else {"no_restarts": True}),
     }
 
 

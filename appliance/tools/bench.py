@@ -198,8 +198,10 @@ def run_variant(
     *,
     fps: float = 30.0,
     budget_ms: float = LATENCY_BUDGET_MS,
+    restarts: bool = True,
 ) -> VariantResult:
-    """Play ``frames`` frames of ``clip`` at ``fps`` through ``variant`` and measure it."""
+    """Play ``frames`` frames of ``clip`` at ``fps`` through ``variant`` and measure it
+    (``restarts``: a large frame is decoded in two halves, ``LiveClipSource``)."""
     if variant not in VARIANTS:
         raise ConfigError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if frames < 1:
@@ -209,7 +211,8 @@ def run_variant(
     # the runner does this as it starts (``pipeline.garbage``); here before the meter, for
     # both variants alike: set-up work, not the frames'
     settle_garbage()
-    source, sink = LiveClipSource(clip.clip, fps, frames), CheckingSink(budget_ms)
+    source = LiveClipSource(clip.clip, fps, frames, restarts=restarts)
+    sink = CheckingSink(budget_ms)
     run = _run_naive if variant == "naive" else _run_pipeline
     start_ns = time.monotonic_ns()
     with ResourceMeter() as meter:

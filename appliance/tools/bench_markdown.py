@@ -106,7 +106,8 @@ def format_markdown(
     stamp = (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     repeat = int(str(options.get("repeat", 1)))
     runs = "one short run" if repeat == 1 else f"{repeat} short runs of each case"
-    argv = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
+    flags = ((f"--{k.replace('_', '-')}", v) for k, v in options.items())
+    argv = " ".join(flag if value is True else f"{flag} {value}" for flag, value in flags)
     header = [
         "clip", "size", "faces", "variant", "fps", "e2e p50 / p95 / p99 ms",
         "e2e p95 of each run ms", "dropped",
@@ -144,7 +145,10 @@ def format_markdown(
         ),
         "- variants: `naive` (read, detect every frame, swap, write in one thread) and",
         "  `pipeline` (the real runner: capture, process and output threads, tracking,",
-        "  stale frames dropped); both read an emulated live MJPG camera.",
+        "  stale frames dropped); both read an emulated live MJPG camera, whose JPEGs",
+        "  carry a restart marker after every MCU row, as many webcams' do: a frame of",
+        "  600,000 pixels or more is decoded in two halves at once (not with",
+        "  `--no-restarts`).",
         "- CPU % is of one core (200 % = two busy cores), also per thread (`process`,",
         "  `capture`, the sinks, `faces`: the second face worker, `native`: the",
         "  runtimes' own pools, `helper`: the swap helper processes, counted in the",

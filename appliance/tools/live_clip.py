@@ -8,7 +8,8 @@ Each read decodes one JPEG as the camera source does (``media.jpeg_halves``),
 so it costs what an MJPG camera's decode costs, and a clip of a few hundred
 frames stays a few MiB. The JPEGs carry a restart marker at the end of every
 MCU row, as many webcams' do (``media.jpeg_restarts``), so a large frame is
-decoded in two halves at once, as such a camera's is. A returned frame's
+decoded in two halves at once, as such a camera's is (``restarts=False``:
+every frame is decoded whole, as a camera's without them). A returned frame's
 ``capture_ns`` is its scheduled capture time (monotonic), not the time it was
 read; its ``index`` is its number in the stream (the clip loops).
 """
@@ -92,7 +93,12 @@ class LiveClipSource(FrameSource):
     """
 
     def __init__(
-        self, clip: JpegClip | Iterable[Image], fps: float = 30.0, frames: int | None = None
+        self,
+        clip: JpegClip | Iterable[Image],
+        fps: float = 30.0,
+        frames: int | None = None,
+        *,
+        restarts: bool = True,
     ) -> None:
         if not fps > 0:
             raise ConfigError(f"frame rate must be > 0, got {fps}")
@@ -106,6 +112,7 @@ class LiveClipSource(FrameSource):
         self.frames_skipped = 0
         self._t0_ns = 0
         self._stop_ns = 0
+        self.restarts = restarts
         self._decoder = HalvesDecoder("capture-jpeg")
 
     def __repr__(self) -> str:
@@ -149,7 +156,7 @@ class LiveClipSource(FrameSource):
         self.frames_read += 1
         start = time.perf_counter()
         encoded = self.clip.jpeg(index)
-        image = self._decoder.decode(encoded)
+        image = self._decoder.decode(encoded) if self.restarts else decode_jpeg(encoded)
         if image is None:
             raise InputError(f"clip frame {index} does not decode")
         frame = Frame(image, index, self.due_ns(index), encoded=encoded)
