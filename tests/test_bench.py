@@ -265,7 +265,10 @@ def test_no_restarts_is_a_flag_of_the_command_on_the_page() -> None:
     args.media, args.identity, args.repeat, args.cores = Path("m"), "id", 1, None
     page = format_markdown([], [], bench_cmd._options(args))
     assert "--repeat 1 --no-restarts`" in page
-    assert "a restart marker after every MCU row" in page
+    assert "carry no restart markers (`--no-restarts`)" in page
+    args.restarts = True
+    page = format_markdown([], [], bench_cmd._options(args))
+    assert "--repeat 1`" in page and "a restart marker after every MCU row" in page
 
 
 def test_the_load_before_the_run_says_whether_the_machine_was_busy() -> None:

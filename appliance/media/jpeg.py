@@ -14,6 +14,9 @@ and the picture is within 44-54 dB (PSNR) of the interpolating decode's.
 libjpeg-turbo's fast DCT would save 0.2 ms more, at 3-8 dB more loss; it
 is not used.
 
+A large frame whose JPEG carries restart markers is decoded in two halves at
+once instead (``media.jpeg_halves``), to the same pixels.
+
 Cameras now and then deliver a damaged frame (a USB hiccup truncates it):
 like OpenCV, the decode is lenient and returns what libjpeg could recover; a
 frame it cannot decode at all is None, for the caller to skip.

@@ -146,13 +146,21 @@ def format_markdown(
         "- variants: `naive` (read, detect every frame, swap, write in one thread) and",
         "  `pipeline` (the real runner: capture, process and output threads, tracking,",
         "  stale frames dropped); both read an emulated live MJPG camera, whose JPEGs",
-        "  carry a restart marker after every MCU row, as many webcams' do: a frame of",
-        "  600,000 pixels or more is decoded in two halves at once (not with",
-        "  `--no-restarts`).",
+        *(
+            [
+                "  carry no restart markers (`--no-restarts`): every frame is decoded whole.",
+            ]
+            if options.get("no_restarts")
+            else [
+                "  carry a restart marker after every MCU row, as many webcams' do: a frame",
+                "  of 600,000 pixels or more is decoded in two halves at once.",
+            ]
+        ),
         "- CPU % is of one core (200 % = two busy cores), also per thread (`process`,",
-        "  `capture`, the sinks, `faces`: the second face worker, `native`: the",
-        "  runtimes' own pools, `helper`: the swap helper processes, counted in the",
-        "  whole too); latencies are capture to output (JPEG decode included).",
+        "  `capture`, `capture-jpeg`: its decode helper, the sinks, `faces`: the second",
+        "  face worker, `native`: the runtimes' own pools, `helper`: the swap helper",
+        "  processes, counted in the whole too); latencies are capture to output (JPEG",
+        "  decode included).",
         "- cases: 1 face, 3 faces (three copies of the clip tiled 2x2) and `(group)`:",
         "  three small faces (the clip shrunk to a quarter, as a half-body shot, tiled).",
         "",
