@@ -223,7 +223,7 @@ def test_a_camera_clip_carries_restarts_and_is_read_in_halves() -> None:
     assert interval == per_row(HD[0])  # a marker after every MCU row
     with LiveClipSource(clip, fps=60) as source:
         frames = [source.read(1.0) for _ in range(len(clip))]
-        decoder = source._decoder
+        decoder = source.decoder
     assert decoder.halves == len(clip) and decoder.whole == 0
     for frame in frames:
         assert frame is not None
@@ -236,7 +236,7 @@ def test_a_clip_played_without_restarts_is_decoded_whole(photo: np.ndarray) -> N
     clip = JpegClip.from_images([photo, photo])
     with LiveClipSource(clip, fps=60, restarts=False) as source:
         frames = [source.read(1.0) for _ in range(len(clip))]
-        decoder = source._decoder
+        decoder = source.decoder
     assert decoder.halves == 0
     for frame in frames:
         assert frame is not None and np.array_equal(frame.image, clip.decode(frame.index))

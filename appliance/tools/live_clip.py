@@ -90,6 +90,8 @@ class LiveClipSource(FrameSource):
     looping the clip to reach it. ``frames_read`` counts the frames returned,
     ``frames_skipped`` those lost unread before a newer one was returned,
     ``frames_offered`` those captured so far (or by ``stop()``).
+    ``restarts=False`` decodes every frame whole (``decoder`` counts how
+    frames were decoded).
     """
 
     def __init__(
@@ -113,7 +115,7 @@ class LiveClipSource(FrameSource):
         self._t0_ns = 0
         self._stop_ns = 0
         self.restarts = restarts
-        self._decoder = HalvesDecoder("capture-jpeg")
+        self.decoder = HalvesDecoder("capture-jpeg")
 
     def __repr__(self) -> str:
         w, h = self.size
@@ -138,11 +140,11 @@ class LiveClipSource(FrameSource):
         self._t0_ns = time.monotonic_ns()
         self._next_index = 0
         self.frames_read = self.frames_skipped = 0
-        self._decoder = HalvesDecoder("capture-jpeg")
+        self.decoder = HalvesDecoder("capture-jpeg")
 
     def _on_stop(self) -> None:
         self._stop_ns = time.monotonic_ns()
-        self._decoder.close()
+        self.decoder.close()
 
     def _read(self, timeout_s: float | None) -> Frame | None:
         if self._next_index >= self.frames:
@@ -156,7 +158,7 @@ class LiveClipSource(FrameSource):
         self.frames_read += 1
         start = time.perf_counter()
         encoded = self.clip.jpeg(index)
-        image = self._decoder.decode(encoded) if self.restarts else decode_jpeg(encoded)
+        image = self.decoder.decode(encoded) if self.restarts else decode_jpeg(encoded)
         if image is None:
             raise InputError(f"clip frame {index} does not decode")
         frame = Frame(image, index, self.due_ns(index), encoded=encoded)
