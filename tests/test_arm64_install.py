@@ -121,17 +121,27 @@ def test_the_venv_runs_the_roots_own_python_emulated(installed: Installed) -> No
 
 def test_the_cameras_jpeg_decode_runs_on_the_roots_numpy(installed: Installed) -> None:
     """simplejpeg's aarch64 wheel with the numpy the profile pins there (below 2 on
-    bookworm's Python 3.11): an MJPG camera frame decodes in the device's venv."""
+    bookworm's Python 3.11): an MJPG camera frame decodes in the device's venv, and a
+    1280x720 one with restart markers in two halves at once, to the same pixels."""
     probe = (
-        "import cv2, numpy as np; from appliance.media.jpeg import decode_jpeg; "
+        "import os, cv2, numpy as np; from appliance.media.jpeg import decode_jpeg; "
+        "from appliance.media.jpeg_halves import HalvesDecoder; "
         "ok, data = cv2.imencode('.jpg', np.full((48, 64, 3), 90, np.uint8)); "
         "image = decode_jpeg(data.tobytes()); "
-        "print(image.shape[1], image.shape[0], int(image.mean()), np.__version__)"
+        "big = cv2.resize(np.indices((72, 128)).sum(0).astype(np.uint8) * 2, (1280, 720)); "
+        "ok, hd = cv2.imencode('.jpg', np.dstack([big, big[::-1], big[:, ::-1]]),"
+        " [cv2.IMWRITE_JPEG_RST_INTERVAL, 80]); "
+        "d = HalvesDecoder(); halves = d.decode(hd.tobytes()); d.close(); "
+        "same = bool(np.array_equal(halves, decode_jpeg(hd.tobytes()))); "
+        "print(image.shape[1], image.shape[0], int(image.mean()), np.__version__, same,"
+        " d.halves, len(os.sched_getaffinity(0)))"
     )
     proc = installed.run([str(VENV / "bin" / "python"), "-c", probe], "jpeg decode")
     assert proc.returncode == 0, install.explain("jpeg decode", proc)
-    width, height, level, _numpy = proc.stdout.split()
+    width, height, level, _numpy, same, halves, cpus = proc.stdout.split()
     assert (width, height) == ("64", "48") and abs(int(level) - 90) <= 1
+    assert same == "True"
+    assert halves == ("1" if int(cpus) > 1 else "0")
 
 
 def test_doctor_picks_rpi4_cpu_on_a_faked_pi4(installed: Installed) -> None:
