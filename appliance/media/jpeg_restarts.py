@@ -5,7 +5,7 @@ thread's work. A JPEG with a restart interval (a ``DRI`` marker) restarts that
 stream every few MCUs: an ``RSTn`` marker, and the DC predictions start over,
 so each interval decodes without the ones before it. Many MJPG webcams emit
 them (the Logitech C920 among them, which is why RTSP relays must carry them
-on: smolrtsp pull request 61), commonly one per MCU row.
+on: smolrtsp pull request 61).
 
 ``cut_top(data)`` finds the restart marker that ends the MCU row nearest the
 middle (or another share of the rows), reading the scan only down to it, and
