@@ -37,16 +37,19 @@ logger = logging.getLogger(__name__)
 Encoded = bytes | npt.NDArray[np.uint8]
 
 
-def decode_jpeg(data: Encoded) -> Image | None:
+def decode_jpeg(data: Encoded, into: Image | None = None) -> Image | None:
     """``data`` (a JPEG's bytes, or a capture's row of them) as a writable HxWx3 BGR
-    image, or None when it is no JPEG libjpeg can read."""
+    image (written into ``into``, rows of the image's size, when given), or None when
+    it is no JPEG libjpeg can read."""
     flat = np.ascontiguousarray(data).reshape(-1) if isinstance(data, np.ndarray) else data
     try:
-        image = simplejpeg.decode_jpeg(flat, colorspace="BGR", strict=False, fastupsample=True)
+        image = simplejpeg.decode_jpeg(
+            flat, colorspace="BGR", strict=False, fastupsample=True, buffer=into
+        )
     except ValueError as exc:  # not a JPEG, or damaged past recovery
         logger.debug("a JPEG frame did not decode: %s", exc)
         return None
-    out: Image = np.asarray(image, np.uint8)
+    out: Image = np.asarray(image, np.uint8) if into is None else into
     return out
 
 

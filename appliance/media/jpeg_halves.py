@@ -23,18 +23,17 @@ thread, as ``media.jpeg`` does.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
-import simplejpeg
 
 from appliance.inference.spread import Spread
 from appliance.media.frames import Image
 from appliance.media.jpeg import Encoded, decode_jpeg
 from appliance.media.jpeg_restarts import Cut, cut_top
+from appliance.vision.face_pool import usable_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ class HalvesDecoder:
         """``data`` (a JPEG's bytes, or a capture's row of them) as a writable BGR
         image, or None when it is no JPEG libjpeg can read (as ``decode_jpeg``)."""
         whole, cut = b"", None
-        if _two_cpus():
+        if usable_cpus() > 1:
             whole = _as_bytes(data)
             cut = cut_top(whole, self.share, MIN_PIXELS)
         with self._lock:
@@ -100,18 +99,14 @@ class HalvesDecoder:
         self._helper()
         self._spread.before_run()
         self._jobs.put(job)
-        try:
-            _decode_into(cut.top, out[: cut.top_rows])
-            top: ValueError | None = None
-        except ValueError as exc:
-            top = exc
+        top = decode_jpeg(cut.top, into=out[: cut.top_rows])
         try:  # the helper writes into ``out`` until it answers
             bottom = self._helper_done(job)
         except queue.Empty:
             logger.warning("%s: no half back from the helper in %g s", self.name, HELPER_WAIT_S)
             return None
-        if top is not None or bottom is not None:
-            logger.debug("%s: a half did not decode: %s", self.name, top or bottom)
+        if top is None or bottom is not None:
+            logger.debug("%s: a half did not decode: %s", self.name, bottom or "the top")
             return None
         return out
 
@@ -141,23 +136,13 @@ class HalvesDecoder:
                 bottom = job.cut.bottom(job.data)
                 if bottom is None:
                     raise ValueError("the restart markers below the cut do not add up")
-                _decode_into(bottom, job.out)
+                if decode_jpeg(bottom, into=job.out) is None:
+                    raise ValueError("the bottom half did not decode")
             except Exception as exc:  # handed to the caller, who decodes the frame whole
                 job.done.put(exc)
             else:
                 job.done.put(None)
 
 
-def _decode_into(data: bytes, out: Image) -> None:
-    simplejpeg.decode_jpeg(data, colorspace="BGR", strict=False, fastupsample=True, buffer=out)
-
-
 def _as_bytes(data: Encoded) -> bytes:
     return data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
-
-
-def _two_cpus() -> bool:
-    """Whether the calling thread may run on two CPUs or more (Linux; else: assumed)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return (os.cpu_count() or 1) > 1
-    return len(os.sched_getaffinity(0)) > 1
