@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import cv2
@@ -70,9 +70,9 @@ class JpegClip:
         """Frame ``index``'s JPEG (modulo the clip length: the clip loops)."""
         return self.jpegs[index % len(self.jpegs)]
 
-    def decode(self, index: int) -> Image:
-        """Frame ``index`` (modulo the clip length) as a BGR image."""
-        image = decode_jpeg(self.jpeg(index))
+    def decode(self, index: int, decoder: Callable[[bytes], Image | None] = decode_jpeg) -> Image:
+        """Frame ``index`` (modulo the clip length) as a BGR image, by ``decoder``."""
+        image = decoder(self.jpeg(index))
         if image is None:
             raise InputError(f"clip frame {index} does not decode")
         return image
@@ -157,10 +157,8 @@ class LiveClipSource(FrameSource):
         self._next_index = index + 1
         self.frames_read += 1
         start = time.perf_counter()
-        encoded = self.clip.jpeg(index)
-        image = self.decoder.decode(encoded) if self.restarts else decode_jpeg(encoded)
-        if image is None:
-            raise InputError(f"clip frame {index} does not decode")
+        decoder = self.decoder.decode if self.restarts else decode_jpeg
+        image, encoded = self.clip.decode(index, decoder), self.clip.jpeg(index)
         frame = Frame(image, index, self.due_ns(index), encoded=encoded)
         add_stage_ms(frame.timings_ms, "decode", start)
         return frame
