@@ -57,8 +57,10 @@ def test_a_bundle_for_another_target_is_refused_and_the_old_image_kept(tmp_path:
     done = _mirror(
         "image", "build", "--profile", PROFILE, "--bundle", str(bundle), "--out", str(out)
     )
-    if os.geteuid() != 0 or shutil.which("genimage") is None or shutil.which("mmdebstrap") is None:
-        _one_error(done)  # not root or no tools: refused before anything is read
+    binfmt = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+    tools = all(shutil.which(t) for t in ("genimage", "mmdebstrap"))
+    if os.geteuid() != 0 or not tools or not binfmt.is_file():
+        _one_error(done)  # not root, no tools or no emulator: refused before anything is read
     else:
         _one_error(done, "debian12-amd64", "--target debian12-arm64")
     assert out.read_bytes() == b"old image"

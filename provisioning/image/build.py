@@ -3,7 +3,9 @@
 Steps (each said on stderr as it starts, tool output in ``FILE.img.log``):
 the host's tools, the bundle, the Debian root (mmdebstrap, cached), a fresh copy
 of it, the mirror installed by ``mirror provision --secrets-at-first-start``
-(the device venv made by the root's own python3 through chroot), the image's
+(the device venv made by the root's own python3 through chroot), the boot chain
+of each board checked against the root's own kernel, device trees and
+initramfs (:mod:`provisioning.image.boot_check`), the image's
 first-boot files, a check that nothing secret or unique is inside, the image by
 genimage, and the manifest. The old image is replaced only by a finished one.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from provisioning.bundle import read_index
 from provisioning.errors import ImageError
+from provisioning.image.boot_check import check_image_root
 from provisioning.image.debian_root import SEARCH_PATH, base_root
 from provisioning.image.logged import run_logged
 from provisioning.image.manifest import build_manifest, write_manifest
@@ -138,7 +141,7 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
     if not out.parent.is_dir():
         raise ImageError(f"{out.parent}: no such directory")
     check_host(spec)
-    steps = Steps(8, say)
+    steps = Steps(9, say)
     log = out.with_name(out.name + ".log")
     log.write_text("")
     work = out.with_name(f".{out.name}.work")
@@ -154,6 +157,11 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
             _extract(tar, root)
         with steps.step(f"installing the mirror from the bundle ({request.profile})"):
             _provision(request, root, log)
+        boards = ", ".join(board.name for board in spec.boards)
+        with steps.step(f"the boot chain against the image's kernel and initramfs ({boards})"):
+            findings = check_image_root(spec, root)
+            if findings:
+                raise ImageError("the image would not boot: " + "; ".join(str(f) for f in findings))
         with steps.step("first-boot files; removing what is unique to one machine"):
             add_image_files(root)
         with steps.step("checking that nothing secret or per-device is inside"):

@@ -9,7 +9,13 @@ device").
 The initramfs holds a short module list (``MODULES=list``): the SD card and USB
 storage of a Pi 4 and the virtio disk of the boot test, ext4 and vfat. Building it
 is what costs most under emulation; the full ``MODULES=most`` set takes about
-20 minutes on a 2-core x86 machine, the list a fraction of that.
+20 minutes on a 2-core x86 machine, the list a fraction of that. The list is
+checked against the kernel package itself (:mod:`provisioning.image.boot_chain`):
+the Pi 4's SD host is powered by a ``regulator-fixed`` and a ``regulator-gpio``
+(``vmmc-supply``, ``vqmmc-supply``), whose drivers Debian builds as modules, and
+the MMC core waits for its supplies: without ``fixed`` and ``gpio_regulator`` in
+the initramfs the root never appears. ``mirror image build`` checks the built
+initramfs the same way before it writes the image.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import logging
 from dataclasses import dataclass
 
 from provisioning.errors import ImageError
+from provisioning.image.boot_chain import PI4, PI400, Board
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +43,9 @@ PACKAGES = (
     "linux-image-arm64",
     "raspi-firmware",
     "firmware-brcm80211",  # the Pi 4's Wi-Fi
+    # cfg80211's regulatory.db: without it the venue's `country:` is ignored (world rules);
+    # a Recommends of the kernel, which mmdebstrap does not install
+    "wireless-regdb",
     "wpasupplicant",
     "systemd-resolved",
     "systemd-timesyncd",
@@ -57,6 +67,8 @@ INITRAMFS_MODULES = (
     "nls_ascii",
     "mmc_block",
     "sdhci_iproc",
+    "fixed",  # regulator-fixed: the SD card's supply (vmmc-supply)
+    "gpio_regulator",  # regulator-gpio: the SD card's 1.8/3.3 V I/O supply (vqmmc-supply)
     "bcm2835",
     "usb_storage",
     "uas",
@@ -78,6 +90,7 @@ class ImageSpec:
     packages: tuple[str, ...] = PACKAGES
     components: tuple[str, ...] = ("main", "non-free-firmware")
     initramfs_modules: tuple[str, ...] = INITRAMFS_MODULES
+    boards: tuple[Board, ...] = (PI4, PI400)  # checked against the kernel (boot_chain)
     boot_bytes: int = 256 * MIB
     root_bytes: int = 3 * GIB
 
@@ -91,7 +104,12 @@ class ImageSpec:
 
 
 VENDOR_OS = {
-    "rpi5": "a Raspberry Pi 5 needs Raspberry Pi OS (its kernel, libcamera for a CSI camera)",
+    # Debian 13's kernel (6.12) has the Pi 5's device tree but no driver for its SD host
+    # (MMC_SDHCI_BRCMSTB unset) and no RP1 (its USB, Ethernet, camera ports): see boot_chain
+    "rpi5": (
+        "a Raspberry Pi 5 needs Raspberry Pi OS Lite (64-bit), flashed with Raspberry Pi "
+        "Imager: Debian's kernel has no driver for its SD card, USB or HDMI"
+    ),
     "jetson": "a Jetson needs NVIDIA's JetPack (CUDA, TensorRT, the camera stack)",
     "x86": "an x86 box installs on Debian or Ubuntu with its GPU driver",
     "generic": "a generic machine installs on its own OS",
