@@ -22,6 +22,12 @@ framebuffer:
 
 SDL (KMS) and headless profiles get none of this: a KMS master owns the
 screen and the console does not draw over it.
+
+Every Raspberry Pi profile with a screen gets the profile's mode on both HDMI
+ports (``video=HDMI-A-1:1280x720@60``) in the same two files: without it the
+kernel takes the screen's preferred mode, on a 4K TV an 8-megapixel framebuffer
+that a Pi cannot fill at frame rate (the service's watchdog then restarts it
+in a loop). The firmware's own ``hdmi_*`` settings do not reach vc4's KMS driver.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ RASPI_FIRMWARE = PurePosixPath("/etc/default/raspi-firmware")
 RASPI_EXTRA = PurePosixPath("/etc/default/raspi-extra-cmdline")
 
 GETTY_UNITS = ("getty@tty1.service", "autovt@tty1.service")
+PI_HDMI_PORTS = ("HDMI-A-1", "HDMI-A-2")
 CURSOR_SETTING = "vt.global_cursor_default="
 CURSOR_OFF = f"{CURSOR_SETTING}0"
 TMPFILES_TEXT = (
@@ -54,33 +61,59 @@ def is_framebuffer_kiosk(profile: HardwareProfile) -> bool:
     return display.kind == "framebuffer" and display.connector != "headless"
 
 
+def with_words(cmdline: str, words: tuple[str, ...]) -> str:
+    """The one-line kernel command line with each of ``words`` exactly once, in place of
+    earlier words with the same setting (``vt.global_cursor_default=``, or
+    ``video=HDMI-A-1:`` for one connector), else at the end; every other word kept, in order."""
+    out = cmdline.split()
+    for word in words:
+        setting = _setting(word)
+        found = [i for i, old in enumerate(out) if _setting(old) == setting]
+        if not found:
+            out.append(word)
+        else:
+            out[found[0]] = word
+            out = [w for i, w in enumerate(out) if i not in found[1:]]
+    return " ".join(out) + "\n"
+
+
 def with_cursor_off(cmdline: str) -> str:
-    """The one-line kernel command line with ``vt.global_cursor_default=0`` exactly once
-    (in place of an earlier value, else at the end); every other word kept, in order."""
-    words = cmdline.split()
-    found = [i for i, word in enumerate(words) if word.startswith(CURSOR_SETTING)]
-    if not found:
-        words.append(CURSOR_OFF)
-    else:
-        words[found[0]] = CURSOR_OFF
-        words = [w for i, w in enumerate(words) if i not in found[1:]]
-    return " ".join(words) + "\n"
+    return with_words(cmdline, (CURSOR_OFF,))
+
+
+def _setting(word: str) -> str:
+    """What a word sets: ``video=HDMI-A-1:`` (one per connector), else the text up to ``=``."""
+    if word.startswith("video=") and ":" in word:
+        return word.split(":", 1)[0] + ":"
+    return word.split("=", 1)[0] + "=" if "=" in word else word
+
+
+def video_words(profile: HardwareProfile) -> tuple[str, ...]:
+    """A Raspberry Pi profile's screen mode on the board's two HDMI ports (none for another
+    board or a headless profile)."""
+    board = profile.match.device_tree_model_contains or ""
+    if profile.display.connector == "headless" or not board.startswith("Raspberry Pi"):
+        return ()
+    mode = f"{profile.display.resolution}@60"
+    return tuple(f"video={port}:{mode}" for port in PI_HDMI_PORTS)
 
 
 def console_actions(layout: Layout, profile: HardwareProfile) -> list[Action]:
-    if not is_framebuffer_kiosk(profile):
-        return []
-    actions = [mask(layout, unit) for unit in GETTY_UNITS]
-    actions.append(file_action(layout, TMPFILES, TMPFILES_TEXT.encode("utf-8"), 0o644))
-    for path in (PI_CMDLINE, RASPI_EXTRA):
-        action = _cursor_off_in(layout, path)
+    words = video_words(profile)
+    actions: list[Action] = []
+    if is_framebuffer_kiosk(profile):
+        actions += [mask(layout, unit) for unit in GETTY_UNITS]
+        actions.append(file_action(layout, TMPFILES, TMPFILES_TEXT.encode("utf-8"), 0o644))
+        words = (CURSOR_OFF, *words)
+    for path in (PI_CMDLINE, RASPI_EXTRA) if words else ():
+        action = _words_in(layout, path, words)
         if action is not None:
             actions.append(action)
     return actions
 
 
-def _cursor_off_in(layout: Layout, path: PurePosixPath) -> Action | None:
-    """``path`` with the cursor word: the Pi's ``cmdline.txt`` where there is one, and
+def _words_in(layout: Layout, path: PurePosixPath, words: tuple[str, ...]) -> Action | None:
+    """``path`` with ``words``: the Pi's ``cmdline.txt`` where there is one, and
     raspi-firmware's kept extra words where that package manages it."""
     host = layout.host(path)
     if path == RASPI_EXTRA and not layout.host(RASPI_FIRMWARE).is_file():
@@ -88,9 +121,9 @@ def _cursor_off_in(layout: Layout, path: PurePosixPath) -> Action | None:
     if not host.is_file():
         if path == PI_CMDLINE:
             return None
-        return file_action(layout, path, with_cursor_off("").encode("utf-8"), 0o644)
+        return file_action(layout, path, with_words("", words).encode("utf-8"), 0o644)
     old = host.read_bytes()
-    new = with_cursor_off(old.decode("utf-8", "replace")).encode("utf-8")
+    new = with_words(old.decode("utf-8", "replace"), words).encode("utf-8")
     # the same words: unchanged, whatever the spacing or final newline
     if old.split() == new.split():
         new = old

@@ -19,7 +19,7 @@ from provisioning.bundle_build import build_bundle
 from provisioning.image.genimage_cfg import run_genimage
 from provisioning.image.manifest import debian_packages
 from provisioning.image.root_files import add_image_files, secrets_in
-from provisioning.image.spec import MIB, ImageSpec
+from provisioning.image.spec import MIB, ImageSpec, spec_for
 
 PROFILE = "rpi4-cpu"
 
@@ -115,6 +115,29 @@ def test_image_files_leave_nothing_unique_and_the_check_finds_a_secret(tmp_path:
     assert "mirror image firstboot" in unit and "Before=network-pre.target" in unit
     (root / "var/lib/mirror/web/secret_key").write_bytes(os.urandom(32))
     assert secrets_in(root) == ["/var/lib/mirror/web/secret_key"]
+
+
+def test_the_image_feeds_the_hardware_watchdog_and_caps_its_journal(tmp_path: Path) -> None:
+    """systemd pings the SoC's watchdog (a hung kernel reboots the kiosk); the journal on the
+    card is capped and written in bulk; the screen mode provisioning wrote stays."""
+    root = tmp_path / "root"
+    _fake_root(root)
+    extra = root / "etc/default/raspi-extra-cmdline"
+    extra.parent.mkdir(parents=True, exist_ok=True)
+    extra.write_text("vt.global_cursor_default=0 video=HDMI-A-1:1280x720@60\n")
+    add_image_files(root)
+    manager = (root / "etc/systemd/system.conf.d/mirror-watchdog.conf").read_text()
+    assert "[Manager]" in manager and "RuntimeWatchdogSec=15s" in manager.splitlines()
+    journal = (root / "etc/systemd/journald.conf.d/mirror.conf").read_text().splitlines()
+    assert "Storage=persistent" in journal and "SystemMaxUse=64M" in journal
+    assert extra.read_text() == "vt.global_cursor_default=0 video=HDMI-A-1:1280x720@60\n"
+
+
+def test_the_image_has_the_wifi_regulatory_database() -> None:
+    """cfg80211 reads regulatory.db (wireless-regdb, a Recommends mmdebstrap skips): without
+    it the venue's `country:` is ignored."""
+    spec = spec_for(PROFILE)
+    assert "wireless-regdb" in spec.packages and "firmware-brcm80211" in spec.packages
 
 
 @pytest.mark.skipif(

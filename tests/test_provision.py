@@ -101,6 +101,8 @@ def test_provision_writes_the_tree_and_a_second_run_changes_nothing(
     assert f"--profile {PROFILE}" in unit
     rules = (root / "etc/udev/rules.d/70-mirror.rules").read_text()
     assert "1a6e" in rules and "9302" in rules and "video4linux" in rules
+    # Debian's udev leaves /dev/gpiochip* to root: the service's gpio group gets them
+    assert 'SUBSYSTEM=="gpio", KERNEL=="gpiochip*", GROUP="gpio", MODE="0660"' in rules
     assert "MIRROR_DATA_DIR=/var/lib/mirror" in (root / "etc/default/mirror").read_text()
 
     before = _snapshot(root)
@@ -162,15 +164,17 @@ def test_corrupted_model_fails_naming_it_and_leaves_the_root_untouched(
     assert list(root.iterdir()) == []
 
 
-def test_tensorrt_profile_plans_conversion_and_deferred_engines(
+def test_tensorrt_profile_from_a_bundle_without_variants_says_the_tflite_model_runs(
     tmp_path: Path, bundle: Path, venv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The device never converts (tests/test_onnx_bundle.py: the variants come in the bundle)."""
     root = tmp_path / "root"
     args = ["provision", "--bundle", str(bundle), "--root", str(root), "--venv", str(venv)]
     assert main([*args, "--profile", "jetson-orin-nano", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "convert" in out and "face_detector_short, face_detector_full" in out
-    assert "deferred  engines" in out and "first start" in out
+    assert "deferred  convert" in out and "face_detector_short, face_detector_full" in out
+    assert "tflite model on LiteRT" in out
+    assert "engines" not in out  # nothing to build engines of
     assert not root.exists()
 
 

@@ -19,7 +19,7 @@ from appliance.modelstore import ModelStore
 from appliance.modelstore.hashing import sha256_file
 from provisioning import requirements
 from provisioning.bundle_build import build_bundle
-from provisioning.console import with_cursor_off
+from provisioning.console import video_words, with_cursor_off
 from provisioning.in_root import shell_for
 from provisioning.layout import Layout
 from provisioning.provision import Request, provision
@@ -29,6 +29,8 @@ from provisioning.units import render_env_file, render_unit
 
 PROFILE = "rpi4-cpu"
 WANTS = "etc/systemd/system/multi-user.target.wants/mirror.service"
+# the profile's screen mode on both HDMI ports (rpi4-cpu: 1280x720)
+VIDEO = " video=HDMI-A-1:1280x720@60 video=HDMI-A-2:1280x720@60"
 PI_CMDLINE = (
     "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 rootwait"
 )
@@ -284,7 +286,7 @@ def test_framebuffer_kiosk_masks_getty_and_hides_the_cursor_once(
     tmpfiles = (root / "etc/tmpfiles.d/mirror-console.conf").read_text()
     assert "w /sys/class/vtconsole/vtcon1/bind - - - - 0" in tmpfiles
     text = cmdline.read_text()
-    assert text == PI_CMDLINE + " vt.global_cursor_default=0\n"
+    assert text == PI_CMDLINE + " vt.global_cursor_default=0" + VIDEO + "\n"
     capsys.readouterr()
 
     assert main(_args(root, bundle)) == 0
@@ -312,22 +314,49 @@ def test_a_pi_with_raspi_firmware_keeps_the_cursor_off_after_kernel_updates(
     extra.write_text("quiet vt.global_cursor_default=1\n")
     extra.chmod(0o640)
     assert main(_args(root, bundle)) == 0
-    assert extra.read_text() == "quiet vt.global_cursor_default=0\n"
+    assert extra.read_text() == "quiet vt.global_cursor_default=0" + VIDEO + "\n"
     assert extra.stat().st_mode & 0o777 == 0o640
     capsys.readouterr()
     assert main(_args(root, bundle)) == 0
     assert "no change" in capsys.readouterr().out
-    assert extra.read_text() == "quiet vt.global_cursor_default=0\n"
+    assert extra.read_text() == "quiet vt.global_cursor_default=0" + VIDEO + "\n"
 
-    extra.unlink()  # none yet: made with the one word
+    extra.unlink()  # none yet: made with the profile's words
     assert main(_args(root, bundle)) == 0
-    assert extra.read_text() == "vt.global_cursor_default=0\n"
+    assert extra.read_text() == "vt.global_cursor_default=0" + VIDEO + "\n"
 
     plain = tmp_path / "plain"  # a Pi root without raspi-firmware: cmdline.txt only
     (plain / "boot" / "firmware").mkdir(parents=True)
     (plain / "boot" / "firmware" / "cmdline.txt").write_text(PI_CMDLINE + "\n")
     assert main(_args(plain, bundle)) == 0
     assert not (plain / "etc" / "default" / "raspi-extra-cmdline").exists()
+
+
+def test_a_pi_screen_is_held_to_the_profiles_mode_not_the_tvs(tmp_path: Path, bundle: Path) -> None:
+    """A 4K TV would give an 8-megapixel framebuffer a Pi cannot fill at frame rate: the
+    profile's mode goes on the command line for both HDMI ports, in place of any other
+    mode there (a KMS screen too), once; a headless profile gets none."""
+    root = tmp_path / "root"
+    cmdline = root / "boot" / "firmware" / "cmdline.txt"
+    cmdline.parent.mkdir(parents=True)
+    cmdline.write_text(PI_CMDLINE + " video=HDMI-A-1:3840x2160@30 video=HDMI-A-1:1920x1080\n")
+    assert main(_args(root, bundle)) == 0
+    words = cmdline.read_text().split()
+    assert [w for w in words if w.startswith("video=")] == VIDEO.split()
+    profiles = load_profiles()
+    kms = profiles["rpi5-cpu"]
+    kms = kms.model_copy(update={"display": kms.display.model_copy(update={"kind": "sdl"})})
+    kms_root = tmp_path / "kms"
+    (kms_root / "boot" / "firmware").mkdir(parents=True)
+    (kms_root / "boot" / "firmware" / "cmdline.txt").write_text(PI_CMDLINE + "\n")
+    lines = _console_lines(kms_root, bundle, kms)
+    assert len(lines) == 1 and "cmdline.txt" in lines[0], lines
+    headless = profiles["rpi4-cpu"]
+    headless = headless.model_copy(
+        update={"display": headless.display.model_copy(update={"connector": "headless"})}
+    )
+    assert video_words(headless) == ()
+    assert video_words(profiles["jetson-orin-nano"]) == ()
 
 
 def test_kms_and_headless_profiles_leave_the_console_alone(tmp_path: Path, bundle: Path) -> None:

@@ -7,7 +7,18 @@
 - nothing unique: ``/etc/machine-id`` says ``uninitialized`` (systemd makes the ID
   at the first boot), no SSH host keys and SSH disabled, no random seed, no
   admin password or session key (``mirror run`` makes those at its first start);
-- ``systemd-firstboot`` masked: it would ask on the console for what the image sets.
+- ``systemd-firstboot`` masked: it would ask on the console for what the image sets;
+- systemd feeds the SoC's hardware watchdog (``RuntimeWatchdogSec``; Debian's
+  ``bcm2835_wdt`` module, loaded by udev for the power-management block's
+  ``bcm2835-wdt`` device): a hung kernel or a systemd that stops answering reboots
+  the device, where the service's own watchdog only restarts the service;
+- the journal stays on the card (the first start's password, what happened before a
+  reboot) but capped, written in bulk every 5 minutes (errors at once) and
+  compressed, so months of a kiosk's logging neither fill nor wear the card.
+
+The kernel command line's screen mode and console words come from ``mirror
+provision`` (:mod:`provisioning.console`), into ``cmdline.txt`` and raspi-firmware's
+``/etc/default/raspi-extra-cmdline``, so they stay after a kernel update.
 """
 
 from __future__ import annotations
@@ -44,6 +55,24 @@ SSH_LINKS = (
     "/etc/systemd/system/sockets.target.wants/ssh.socket",
 )
 # Files that would make every card the same device (or hold a secret): never in an image.
+WATCHDOG_CONF = PurePosixPath("/etc/systemd/system.conf.d/mirror-watchdog.conf")
+WATCHDOG_TEXT = """\
+# Written by `mirror image build`: systemd pings the hardware watchdog (bcm2835_wdt);
+# the SoC resets if it stops for 15 s (the Pi's watchdog allows up to 15 s).
+[Manager]
+RuntimeWatchdogSec=15s
+RebootWatchdogSec=2min
+"""
+JOURNAL_CONF = PurePosixPath("/etc/systemd/journald.conf.d/mirror.conf")
+JOURNAL_TEXT = """\
+# Written by `mirror image build`: kept on the card, but capped and written in bulk.
+[Journal]
+Storage=persistent
+Compress=yes
+SystemMaxUse=64M
+SystemKeepFree=256M
+SyncIntervalSec=5m
+"""
 UNIQUE = (
     "/etc/ssh/ssh_host_*",
     "/var/lib/systemd/random-seed",
@@ -102,9 +131,8 @@ def add_image_files(root: Path, venv: PurePosixPath = DEFAULT_VENV) -> None:
     _write(root, "/etc/fstab", FSTAB)
     _write(root, WIRED, WIRED_TEXT)
     _write(root, "/etc/hostname", "mirror\n")
-    # raspi-firmware rewrites cmdline.txt at each kernel update from these words: the
-    # console's cursor stays off the mirror's framebuffer after an update too
-    _write(root, "/etc/default/raspi-extra-cmdline", "vt.global_cursor_default=0\n")
+    _write(root, WATCHDOG_CONF, WATCHDOG_TEXT)
+    _write(root, JOURNAL_CONF, JOURNAL_TEXT)
     for wants, unit in ENABLED:
         where = "/etc/systemd/system" if unit.startswith("mirror-") else "/lib/systemd/system"
         _link(root, f"/etc/systemd/system/{wants}/{unit}", f"{where}/{unit}")
