@@ -24,7 +24,7 @@ from provisioning.image.boot_chain import PI4, PI5, Board, Chain, check_board
 from provisioning.image.boot_check import board_tree
 from provisioning.image.debian_root import SEARCH_PATH
 from provisioning.image.devicetree import DeviceTree
-from provisioning.image.kernel_facts import KernelFacts, read_kernel
+from provisioning.image.kernel_facts import KernelFacts, modules_dir, read_kernel
 from provisioning.image.kernel_package import unpacked_kernel
 from provisioning.image.spec import ImageSpec, spec_for
 from tests.arm64.host import install_packages
@@ -210,3 +210,13 @@ def test_a_module_outside_the_initramfs_or_a_missing_driver_is_named() -> None:
     assert any("fixed (for /sd-vcc" in f for f in found)
     assert any("gpio_regulator (for /sd-io" in f for f in found)
     assert kernel.closure({"sdhci_acme"}) == {"sdhci_acme", "sdhci"}
+
+
+def test_a_merged_usr_root_has_one_kernel(tmp_path: Path) -> None:
+    """An image's root links /lib to usr/lib: its one kernel is found once."""
+    (tmp_path / "usr/lib/modules/6.1.0-test-arm64").mkdir(parents=True)
+    (tmp_path / "lib").symlink_to("usr/lib")
+    assert modules_dir(tmp_path) == tmp_path / "usr/lib/modules/6.1.0-test-arm64"
+    (tmp_path / "usr/lib/modules/6.12.0-test-arm64").mkdir()
+    with pytest.raises(ImageError, match="found 2"):
+        modules_dir(tmp_path)

@@ -104,7 +104,10 @@ def module_name(path: str) -> str:
 
 def modules_dir(root: Path) -> Path:
     """The one ``lib/modules/VERSION`` (or ``usr/lib/...``) under ``root``."""
-    bases = (root / "lib/modules", root / "usr/lib/modules")
+    # on a merged-/usr root /lib is a link to usr/lib: the same folder, counted once
+    bases = [root / "usr/lib/modules"]
+    if not (root / "lib").is_symlink():
+        bases.append(root / "lib/modules")
     found = sorted(p for base in bases for p in base.glob("*") if p.is_dir())
     if len(found) != 1:
         raise ImageError(f"{root}: expected one kernel's modules, found {len(found)}")
