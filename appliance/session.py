@@ -14,6 +14,14 @@ brings everything up and ``stop`` takes every part down at once, within
 Under systemd, ``tick`` drives the heartbeat (``appliance.supervision``):
 READY once the first output sink (the display) wrote a frame, WATCHDOG
 while it keeps writing them.
+
+A part that cannot start never stops the mirror: the camera is waited for
+(the capture side), the screen retried (``media.screen_guard``: frames handed
+to a missing screen still count for the heartbeat), and an accelerator not in
+use leaves the CPU running the models. ``tick`` reports the screen's problem
+and the accelerator's (``inference.accelerator``) in telemetry's ``parts``,
+for ``/healthz`` and the dashboard, and puts the accelerator's as a small
+staff note on the HDMI screen.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ from appliance.control.api import HardwareInfo, WebServer, WebStarter
 from appliance.control.core import ControlCore
 from appliance.device.catalog import load_profiles
 from appliance.gpio.panel import GpioCallbacks, GpioPanel
+from appliance.inference.accelerator import accelerator_state
+from appliance.inference.fallbacks import fallbacks
 from appliance.inference.runtime import RuntimeChoice
 from appliance.media.display_screens import CameraLostScreen
 from appliance.media.overlays import Overlays
@@ -150,6 +160,7 @@ class MirrorSession:
         """Start the pipeline, then the governor, the GPIO panel and the web server."""
         self.runner.start()
         self._stoppers.append(self.runner.stop)
+        self.report_parts()
         self.governor.start()
         self._stoppers.append(self.governor.stop)
         self.panel = GpioPanel.open(self.profile.gpio, self._callbacks())
@@ -183,14 +194,30 @@ class MirrorSession:
                 logger.warning("stopping %r took over %.1f s; left behind", stopper, STOP_BUDGET_S)
 
     def tick(self) -> None:
-        """Periodic upkeep from the main thread: liveness counts into telemetry, the
-        status LED following the mirror's state, and systemd's heartbeat."""
+        """Periodic upkeep from the main thread: the parts' problems and liveness counts
+        into telemetry, the status LED following the mirror's state, and systemd's heartbeat."""
+        self.report_parts()
         snap = self.telemetry.snapshot()
         counts = self.processor.liveness.counts(snap.faces)
         self.telemetry.set_liveness(counts.live, counts.unverified, counts.mode)
         if self.panel is not None:
             self.panel.show(self.light(snap))
         self.heartbeat.beat(self.shown(snap))
+
+    def report_parts(self) -> None:
+        """The screen's and the accelerator's problems into telemetry ("" while they work),
+        and the accelerator's as the staff note on the screen. A device without a screen
+        (headless profile, ``--display none``) reports none."""
+        display = self.options.display
+        if display is not None:
+            self.telemetry.set_part("screen", display.problem)
+        accelerator = accelerator_state(self.choice, fallbacks())
+        if accelerator.wanted:
+            self.telemetry.set_part("accelerator", accelerator.problem, failed_state="cpu")
+        overlays = self.options.overlays
+        if overlays is not None:
+            note = overlays.texts.cpu_fallback.format(accelerator=accelerator.wanted)
+            overlays.staff_note = note if accelerator.problem else ""
 
     def shown(self, snap: TelemetrySnapshot) -> int:
         """Frames the display (the first output sink) has written; all frames out without one.
@@ -213,7 +240,8 @@ class MirrorSession:
         thermal = snap.thermal.state.upper()
         if thermal == "CRITICAL":
             return "critical"
-        if not snap.camera.connected or (snap.error_count() > 0 and not snap.running):
+        stopped_by_errors = snap.error_count() > 0 and not snap.running
+        if not snap.camera.connected or snap.parts.get("screen") or stopped_by_errors:
             return "error"
         if thermal == "HOT" or snap.thermal.alert:
             return "hot"

@@ -30,7 +30,8 @@ PACKAGES = ("appliance", "web_ui", "provisioning")
 # "cpu" alone is too common a word (an install extra, a sensor) to look for.
 NAMES = {*BACKEND_NAMES, *PROVIDERS, "onnxruntime-cpu"} - {"cpu"}
 # Arguments that are not backend names though they read like one (the libcuda library).
-NOT_NAMES = {"_library_found", "find_library"}
+# calls whose string names a shared library or a Python module (``tensorrt``), not a backend
+NOT_NAMES = {"_library_found", "find_library", "importable"}
 
 
 def _sources() -> list[Path]:

@@ -18,14 +18,15 @@ import pytest
 
 from appliance.device.catalog import load_profiles
 from appliance.device.profile import DisplaySpec
-from appliance.errors import OutputError
-from appliance.media.display import open_display
+from appliance.errors import MissingExtraError, OutputError
+from appliance.media.display import open_display, screen_sink
 from appliance.media.fb_ioctl import FBIOGET_FSCREENINFO, FBIOGET_VSCREENINFO
 from appliance.media.framebuffer_sink import FramebufferSink, bgr_to_rgb565
 from appliance.media.frames import Frame
 from appliance.media.null_sink import NullSink
 from appliance.media.overlays import FirstBootInfo, Overlays, ScreenTexts
 from appliance.media.screen_feed import ScreenFeed
+from appliance.media.screen_guard import ScreenGuard
 from appliance.modelstore import ModelStore
 from tests.waiting import wait_for
 
@@ -232,7 +233,7 @@ def test_jetson_profiles_show_through_sdl_on_kms(
         pytest.skip("pygame is not installed (the display extra)")
     from appliance.media.sdl_sink import DEFAULT_DRIVER, SdlSink
 
-    sink = open_display(profile.display)
+    sink = screen_sink(profile.display)
     assert isinstance(sink, SdlSink) and sink.fullscreen
     assert DEFAULT_DRIVER == "kmsdrm"
     monkeypatch.setenv("SDL_VIDEODRIVER", "unset")  # so the test's end restores the old value
@@ -251,15 +252,23 @@ def test_open_display_picks_the_framebuffer_or_runs_headless(
 ) -> None:
     device, sysfs = fake_fb(tmp_path, 32, WIDTH * 4)
     spec = DisplaySpec(kind="framebuffer")
-    sink = open_display(spec, sysfs_root=sysfs.parent, device=str(device))
+    sink = screen_sink(spec, sysfs_root=sysfs.parent, device=str(device))
     assert isinstance(sink, FramebufferSink)
-    assert open_display(DisplaySpec(kind="none")) is None
+    guarded = open_display(spec, sysfs_root=sysfs.parent, device=str(device))
+    assert isinstance(guarded, ScreenGuard)
+    with guarded:
+        assert isinstance(guarded.screen, FramebufferSink) and not guarded.problem
+    assert open_display(DisplaySpec(kind="none")) is None  # no screen asked: nothing missing
     assert open_display(DisplaySpec(connector="headless")) is None
-    with caplog.at_level(logging.WARNING):
-        missing = open_display(spec, sysfs_root=sysfs.parent, device=str(tmp_path / "fb7"))
-    assert missing is None
+    with pytest.raises(OutputError, match="not found"):
+        screen_sink(spec, sysfs_root=sysfs.parent, device=str(tmp_path / "fb7"))
+    missing = open_display(spec, sysfs_root=sysfs.parent, device=str(tmp_path / "fb7"))
+    assert missing is not None
+    with caplog.at_level(logging.WARNING), missing:  # starts: the mirror runs on without it
+        missing.write(frame_of(marked_image()))
+        assert missing.screen is None and "fb7 not found" in missing.problem
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "running headless" in warnings[0].getMessage()
+    assert len(warnings) == 1 and "headless" in warnings[0].getMessage()
 
 
 def test_sdl_sink_shows_frames_on_the_dummy_driver(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,11 +294,12 @@ def test_sdl_sink_shows_frames_on_the_dummy_driver(monkeypatch: pytest.MonkeyPat
 
 
 def test_open_display_gives_an_sdl_sink_when_asked() -> None:
-    sink = open_display(DisplaySpec(kind="sdl"))
     if importlib.util.find_spec("pygame") is None:
-        assert sink is None
+        with pytest.raises(MissingExtraError, match="pygame"):
+            screen_sink(DisplaySpec(kind="sdl"))
     else:
-        assert sink is not None and type(sink).__name__ == "SdlSink"
+        assert type(screen_sink(DisplaySpec(kind="sdl"))).__name__ == "SdlSink"
+    assert isinstance(open_display(DisplaySpec(kind="sdl")), ScreenGuard)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ KNOWN_FIELDS = frozenset(
     {
         "at_unix", "uptime_s", "running", "mode", "degrade_level", "quality", "faces",
         "frames_in", "frames_out", "swapped", "passthrough", "input_fps", "output_fps",
-        "e2e_ms", "stages_ms", "drops", "errors", "camera", "sinks", "transitions",
+        "e2e_ms", "stages_ms", "drops", "errors", "camera", "sinks", "transitions", "parts",
     }
 )  # fmt: skip
 
@@ -77,6 +77,12 @@ def _state(snap: TelemetrySnapshot) -> Iterator[Metric]:
     yield _gauge("camera_connected", "1 while frames arrive", float(snap.camera.connected))
     yield _counter("camera_gaps", "Times frames stopped coming", snap.camera.gaps)
     yield _counter("camera_gap_seconds", "Seconds without frames", snap.camera.gap_s)
+    parts = GaugeMetricFamily(
+        PREFIX + "part_ok", "1 while a part works (screen, accelerator), 0 if not", labels=["part"]
+    )
+    for part, problem in sorted(snap.parts.items()):
+        parts.add_metric([part], float(not problem))
+    yield parts
 
 
 def _frames(snap: TelemetrySnapshot) -> Iterator[Metric]:

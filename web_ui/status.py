@@ -30,8 +30,10 @@ def extra_label(key: str) -> str:
 
 
 def health(snap: TelemetrySnapshot) -> str:
-    """ "ok" while the pipeline runs and frames arrive, else "degraded"."""
-    return "ok" if snap.running and snap.camera.connected else "degraded"
+    """ "ok" while the pipeline runs, frames arrive and the screen (if any) shows them,
+    else "degraded"."""
+    ok = snap.running and snap.camera.connected and not screen_problem(snap)
+    return "ok" if ok else "degraded"
 
 
 def camera_problem(snap: TelemetrySnapshot) -> str:
@@ -44,12 +46,46 @@ def camera_problem(snap: TelemetrySnapshot) -> str:
     return lost[-1] if lost else "no frames from the camera"
 
 
+def screen_problem(snap: TelemetrySnapshot) -> str:
+    """Why the HDMI screen shows nothing (missing, busy, failed), or "" (also without one)."""
+    return snap.parts.get("screen", "")
+
+
+def accelerator_problem(snap: TelemetrySnapshot) -> str:
+    """Why the profile's accelerator is not in use (the CPU runs instead), or ""."""
+    return snap.parts.get("accelerator", "")
+
+
+def screen_state(snap: TelemetrySnapshot) -> str:
+    """The dashboard's word for the screen: shown, missing or none (not configured)."""
+    if "screen" not in snap.parts:
+        return "none"
+    return "missing" if screen_problem(snap) else "shown"
+
+
+def accelerator_state(snap: TelemetrySnapshot) -> str:
+    """The dashboard's word for the accelerator: in use, CPU only, or none (not asked for)."""
+    if "accelerator" not in snap.parts:
+        return "none"
+    return "CPU only" if accelerator_problem(snap) else "in use"
+
+
 def health_reason(snap: TelemetrySnapshot) -> str:
-    """Why ``health`` is "degraded" (the camera named when it is missing), or "" when ok."""
+    """Why ``health`` is "degraded" (the camera and the screen named when missing), or ""
+    when ok."""
     if not snap.running:
         return "the pipeline is not running"
-    problem = camera_problem(snap)
-    return f"camera missing: {problem}" if problem else ""
+    camera, screen = camera_problem(snap), screen_problem(snap)
+    reasons = [f"camera missing: {camera}"] if camera else []
+    reasons += [f"screen missing: {screen}"] if screen else []
+    return "; ".join(reasons)
+
+
+def health_notes(snap: TelemetrySnapshot) -> list[str]:
+    """What runs degraded without making the mirror unhealthy: the CPU instead of the
+    accelerator."""
+    problem = accelerator_problem(snap)
+    return [f"accelerator: {problem}"] if problem else []
 
 
 def status(control: MirrorControl) -> dict[str, Any]:
@@ -72,6 +108,9 @@ def status(control: MirrorControl) -> dict[str, Any]:
         "swapping": control.swapping_enabled,
         "extras": flatten(extras),
         "warnings": warnings(snap),
+        "screen": screen_state(snap),
+        "accelerator": accelerator_state(snap),
+        "degraded": health_notes(snap),
     }
 
 
@@ -93,5 +132,17 @@ def warnings(snap: TelemetrySnapshot) -> list[str]:
         out.append(
             f"Camera missing: {problem}. The mirror shows the camera screen and picks the "
             "camera up by itself once it delivers frames."
+        )
+    screen = screen_problem(snap)
+    if screen:
+        out.append(
+            f"Screen missing: {screen}. The mirror runs on (preview, admin page, recording) "
+            "and tries the screen again every few seconds: plug it in, or stop what holds it."
+        )
+    accelerator = accelerator_problem(snap)
+    if accelerator:
+        out.append(
+            f"Accelerator not in use: {accelerator}. The mirror runs on the CPU, slower; "
+            "see Hardware below and `mirror doctor`."
         )
     return out

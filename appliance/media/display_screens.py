@@ -7,13 +7,16 @@ change deletes the notice and the mirror appears. The notice is read once,
 and again only when it changes (its modification time, size or presence):
 not on every frame. A frame the pipeline marked ``idle`` (nobody in view: its
 idle mode or the PIR sensor's) shows the idle screen instead, and the mirror
-comes back with the first frame that has a face. ``CameraLostScreen`` shows
-its screen through a ``ScreenFeed`` while the camera is gone (the pipeline
-writes nothing then) and hides it as soon as frames come again.
+comes back with the first frame that has a face. The overlays' staff note
+(the accelerator not in use) is written small on the other frames, on a copy:
+the preview and the recording get the frame as it was. ``CameraLostScreen``
+shows its screen through a ``ScreenFeed`` while the camera is gone (the
+pipeline writes nothing then) and hides it as soon as frames come again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import socket
@@ -66,6 +69,10 @@ class FirstBootScreen(FrameSink):
     def __repr__(self) -> str:
         return f"FirstBootScreen({self.inner!r})"
 
+    @property
+    def problem(self) -> str:
+        return self.inner.problem
+
     def _on_start(self) -> None:
         self.inner.start()
 
@@ -106,7 +113,12 @@ class FirstBootScreen(FrameSink):
         elif frame.idle and not frame.faces:
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.idle_screen(size).copy()
+            self.overlays.draw_staff_note(screen)
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
+        elif self.overlays.staff_note:
+            noted = frame.image.copy()  # the frame is the other outputs' too
+            self.overlays.draw_staff_note(noted)
+            frame = dataclasses.replace(frame, image=noted)
         self.inner.write(frame)
 
 

@@ -1,6 +1,7 @@
 """What the mirror draws for people besides the swap: screens and the cooling notice.
 
-Full screens shown instead of the camera (first boot, idle, camera lost) are
+Full screens shown instead of the camera (first boot, idle, camera lost, the
+accelerator being prepared) are
 drawn with Pillow in the label's CJK font (``store.path("label_font")``), so
 any text the font covers can be shown; ``ScreenTexts`` holds the words, to be
 localised. Each screen is rendered once per (screen, size) and returned as a
@@ -9,6 +10,11 @@ and writes the cooling notice on it (the thermal gate's CRITICAL state). The
 AI-generated label and the liveness prompt are both drawn by ``Labeler``
 (``appliance/vision/label.py``): one drawing code, the prompt being a labeler
 with its own text.
+
+``staff_note`` is one short line for staff on the HDMI screen (the mirror
+running on the CPU because its accelerator is not in use): small, at the left
+edge halfway down, where neither the label nor the prompt ever is (both sit
+at the top or bottom edge, at most a quarter of the shorter side high).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ TEXT_RGB = (240, 240, 240)
 ACCENT_RGB = (120, 200, 255)
 WARNING_RGB = (255, 196, 64)  # the installer's problem line (a bad venue file)
 PROBLEM_HEIGHT = 0.032  # its text height as a share of the screen's
+NOTE_HEIGHT = 0.028  # the staff note's text height, share of the frame's shorter side
+NOTE_MIN_PX = 10
+NOTE_MAX_WIDTH = 0.45  # share of the frame's width the note may take
 _CACHE_SIZE = 16
 
 
@@ -42,10 +51,13 @@ class ScreenTexts:
     idle: str = "Step closer"
     camera_lost: str = "Camera disconnected"
     camera_lost_hint: str = "Reconnecting…"
+    preparing: str = "Preparing the accelerator"
+    preparing_hint: str = "First start: this takes a few minutes"
     first_boot_title: str = "Welcome: set up this mirror"
     device_ip: str = "Device IP"
     admin_url: str = "Admin page"
     password: str = "One-time password"
+    cpu_fallback: str = "CPU only: {accelerator} not in use"  # the staff note
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,7 @@ class Overlays:
         self.texts = texts if texts is not None else ScreenTexts()
         # one line for the installer (a bad venue file), under the first-boot and camera screens
         self.problem = problem
+        self.staff_note = ""  # one line for staff on the mirror (set while it applies)
         self._cache: dict[tuple[object, ...], Image] = {}
         self._font(12)  # fail now, not on first use
 
@@ -85,6 +98,14 @@ class Overlays:
         )
         return self._screen(size, (*lines, *self._problem_line()))
 
+    def preparing_screen(self, size: tuple[int, int]) -> Image:
+        """Shown while TensorRT builds its engines at the first start (minutes, once)."""
+        lines = (
+            (self.texts.preparing, 0.07, TEXT_RGB),
+            (self.texts.preparing_hint, 0.04, ACCENT_RGB),
+        )
+        return self._screen(size, (*lines, *self._problem_line()))
+
     def first_boot_screen(self, size: tuple[int, int], info: FirstBootInfo) -> Image:
         """Shown until the first admin login: where to go and with which password."""
         t = self.texts
@@ -95,6 +116,42 @@ class Overlays:
             (f"{t.password}: {info.one_time_password}", 0.06, ACCENT_RGB),
         )
         return self._screen(size, (*lines, *self._problem_line()))
+
+    def draw_staff_note(self, image: Image) -> bool:
+        """Write ``staff_note`` small at the left edge, halfway down, into ``image`` (in
+        place: callers pass a copy); False when there is no note."""
+        note = self.staff_note
+        if not note:
+            return False
+        height, width = image.shape[:2]
+        patch = self._note_patch(note, (width, height))
+        ph, pw = patch.shape[:2]
+        y0 = (height - ph) // 2
+        image[y0 : y0 + ph, 0:pw] = patch
+        return True
+
+    def _note_patch(self, text: str, size: tuple[int, int]) -> Image:
+        key = ("note", text, size)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._render_note(text, size)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = cached
+        return cached
+
+    def _render_note(self, text: str, size: tuple[int, int]) -> Image:
+        width, height = size
+        probe = ImageDraw.Draw(PilImage.new("RGB", (1, 1)))
+        text_px = max(NOTE_MIN_PX, round(min(width, height) * NOTE_HEIGHT))
+        font = self._fit(probe, text, text_px, width * NOTE_MAX_WIDTH)
+        left, top, right, bottom = (round(v) for v in probe.textbbox((0, 0), text, font=font))
+        pad = max(2, (bottom - top) // 3)
+        pw = min(width, right - left + 2 * pad)
+        ph = min(height, bottom - top + 2 * pad)
+        canvas = PilImage.new("RGB", (pw, ph), BACKGROUND_RGB)
+        ImageDraw.Draw(canvas).text((pad - left, pad - top), text, font=font, fill=WARNING_RGB)
+        return np.ascontiguousarray(np.asarray(canvas, dtype=np.uint8)[..., ::-1])
 
     def _problem_line(self) -> tuple[Line, ...]:
         return () if not self.problem else ((self.problem, PROBLEM_HEIGHT, WARNING_RGB),)

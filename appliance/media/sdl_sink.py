@@ -4,6 +4,11 @@
 An ``SDL_VIDEODRIVER`` already in the environment wins (``dummy`` in tests,
 ``x11``/``wayland`` on a desktop). pygame is optional (the ``display``
 extra); without it ``start()`` fails with ``MissingExtraError``.
+
+On ``kmsdrm`` SDL needs DRM master: with a desktop (or another program) on
+the display, ``pygame.display.init()`` fails ("kmsdrm not available"), and so
+``start()`` fails with an ``OutputError``; ``display.ScreenGuard`` keeps
+trying, so the mirror appears once the desktop stops.
 """
 
 from __future__ import annotations
@@ -102,10 +107,13 @@ class SdlSink(FrameSink):
         if self.flip:
             fitted = fitted[:, ::-1]
         rgb = cv2.cvtColor(fitted, cv2.COLOR_BGR2RGB)
-        surface = pygame.image.frombuffer(rgb.tobytes(), self.size, "RGB")
-        screen.blit(surface, (0, 0))
-        pygame.display.flip()
-        pygame.event.pump()  # keeps the window responsive; input is not used
+        try:
+            surface = pygame.image.frombuffer(rgb.tobytes(), self.size, "RGB")
+            screen.blit(surface, (0, 0))
+            pygame.display.flip()
+            pygame.event.pump()  # keeps the window responsive; input is not used
+        except pygame.error as exc:  # the display went away (DRM master lost, unplugged)
+            raise OutputError(f"SDL display on {self.driver} failed: {exc}") from exc
 
     def _on_stop(self) -> None:
         pygame, self._pygame, self._screen = self._pygame, None, None

@@ -17,6 +17,12 @@ class FrameSink(Lifecycle):
         super().__init__()
         self.frames_written = 0
 
+    @property
+    def problem(self) -> str:
+        """Why the sink cannot show frames now ("" when it can): a screen that is missing,
+        busy or was unplugged says so here while the mirror runs on without it."""
+        return ""
+
     def write(self, frame: Frame) -> None:
         """Hand one frame to the sink."""
         self._require_started("write")

@@ -77,7 +77,7 @@ class LivenessSnapshot:
 @dataclass(frozen=True)
 class Transition:
     """A change of ``subject`` (mode, degrade, camera, runner, thermal, thermal_sensors,
-    liveness)."""
+    liveness, and the parts: screen, accelerator)."""
 
     at_unix: float
     subject: str
@@ -95,6 +95,8 @@ class TelemetrySnapshot:
     handed on unswapped because the processor failed or was backing off.
     ``drops`` counts lost frame deliveries by reason (sink-level reasons
     count once per sink); ``errors`` counts exceptions by stage, then by exception class name.
+    ``parts``: each part of the device reported so far (``screen``, ``accelerator``) and
+    its problem, "" while it works; a part the device is not meant to have is absent.
     """
 
     at_unix: float
@@ -119,6 +121,7 @@ class TelemetrySnapshot:
     transitions: tuple[Transition, ...]
     thermal: ThermalSnapshot = field(default_factory=ThermalSnapshot)
     liveness: LivenessSnapshot = field(default_factory=LivenessSnapshot)
+    parts: dict[str, str] = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:

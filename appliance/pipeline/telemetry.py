@@ -96,6 +96,7 @@ class Telemetry:
         self._faces = 0
         self._thermal = ThermalSnapshot()
         self._liveness = LivenessSnapshot()
+        self._parts: dict[str, str] = {}
 
     # ---- frames and latencies -------------------------------------------------------------
 
@@ -236,6 +237,20 @@ class Telemetry:
                 self._transition("liveness", self._liveness.mode, mode, "liveness mode")
             self._liveness = LivenessSnapshot(mode, live, unverified)
 
+    def set_part(self, part: str, problem: str, failed_state: str = "missing") -> None:
+        """``part`` (screen, accelerator) works (``problem`` "") or not, and why. A change
+        is a ``part`` transition between "ok" and ``failed_state`` (from "unknown" when the
+        first report is a problem), or a new reason."""
+        with self._lock:
+            before = self._parts.get(part)
+            if before == problem:
+                return
+            self._parts[part] = problem
+            if before is None and not problem:
+                return  # working from the start: nothing changed
+            was = "unknown" if before is None else failed_state if before else "ok"
+            self._transition(part, was, failed_state if problem else "ok", problem or "working")
+
     def camera_lost(self, reason: str) -> bool:
         """Frames stopped coming; a gap starts (no-op while already in one). True: it started."""
         with self._lock:
@@ -298,6 +313,7 @@ class Telemetry:
                 transitions=tuple(self._transitions),
                 thermal=self._thermal,
                 liveness=self._liveness,
+                parts=dict(self._parts),
             )
         return _with_summaries(snap, e2e, stages, sinks)
 
