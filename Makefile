@@ -85,3 +85,12 @@ test-image: models
 	if [ -n "$$missing" ] && [ "$$(id -u)" -eq 0 ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 	MIRROR_IMAGE_TEST=1 $(BIN)/python -m pytest tests/test_image_boot.py -q -x -s -p no:randomly $(PYTEST_ARGS)
+
+# The GPU check (not part of `make test`; tests/gpu_check.py): on a machine with an NVIDIA
+# GPU, a venv with the `gpu` extra (cached in ~/.cache/face-mirror/gpu-venv), the sessions'
+# providers, `mirror doctor --json` and a short `mirror bench` on TensorRT and on CUDA,
+# within 8 minutes; figures in test-output/gpu/. Without a GPU it says so and exits 0.
+# GPU_ARGS="--profile x86-nvidia" picks another profile.
+.PHONY: test-gpu
+test-gpu: models
+	$(BIN)/python -m tests.gpu_check $(GPU_ARGS)

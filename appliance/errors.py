@@ -7,6 +7,11 @@ there is one, what to do about it: the CLI prints it as a single line.
 
 from __future__ import annotations
 
+from typing import Final
+
+# The exit status of a NotRunnableError (sysexits' EX_CONFIG): the unit does not restart on it.
+EXIT_NOT_RUNNABLE: Final = 78
+
 
 class MirrorError(Exception):
     """Root of every error the appliance raises on purpose."""
@@ -62,6 +67,12 @@ class SourceError(MirrorError, OSError):
 
 class OutputError(MirrorError, OSError):
     """An output file or sink cannot be written."""
+
+
+class NotRunnableError(MirrorError):
+    """The mirror cannot run on this device or install as it stands, and no restart helps
+    (an unsupported board, a venv whose numpy the OS's cv2 cannot import): the CLI exits
+    with ``EXIT_NOT_RUNNABLE``, which the systemd unit does not restart on."""
 
 
 class MissingExtraError(MirrorError, ImportError):

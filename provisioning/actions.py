@@ -26,6 +26,8 @@ Kind = Literal[
     "admin",
     "convert",
     "engines",
+    "vendor",
+    "package",
 ]
 # create/update: written by apply; unchanged: already as wanted; deferred: done elsewhere.
 Status = Literal["create", "update", "unchanged", "deferred"]
@@ -57,7 +59,7 @@ class Action:
     def _what(self) -> str:
         if self.points_to is not None:
             return f" -> {self.points_to}"
-        if self.kind in ("venv", "command"):
+        if self.kind in ("venv", "command", "package"):
             return f" {', '.join(self.names)}" + (f": {self.note}" if self.note else "")
         if self.data is not None:
             return f" (sha256 {sha256_bytes(self.data)[:12]})"

@@ -30,6 +30,7 @@ from provisioning.in_root import shell_for
 from provisioning.links import make_link
 from provisioning.plan import Plan
 from provisioning.runner import Runner, run_subprocess
+from provisioning.vendor_steps import CPU_MEANWHILE
 from provisioning.venv_step import stamp_path
 
 logger = logging.getLogger(__name__)
@@ -95,7 +96,9 @@ def _apply_one(context: _Context, action: Action) -> None:
         _make_venv(context, action)
     elif action.kind == "command":
         _run_live(context, action)
-    elif action.kind in ("model", "wheel"):
+    elif action.kind == "package":
+        _install_package(context, action)
+    elif action.kind in ("model", "wheel", "vendor"):
         assert action.source is not None and action.mode is not None
         name = action.source.path.name
         on_bytes = context.on_bytes
@@ -132,6 +135,20 @@ def _run_live(context: _Context, action: Action) -> None:
             return
 
 
+def _install_package(context: _Context, action: Action) -> None:
+    """``dpkg -i`` of a vendor package; a failure is reported with its mend, not fatal."""
+    env = shell_for(context.plan.layout).env()
+    for argv in action.commands:
+        result = context.runner(argv, env)
+        if result.returncode != 0:
+            logger.warning("%s failed: %s", " ".join(argv), result.last_line())
+            context.report.deferred.append(
+                f"{' '.join(argv)} failed ({result.last_line()}): install its dependencies "
+                f"(apt-get install -f) and run it again; {CPU_MEANWHILE}"
+            )
+            return
+
+
 def _make_dir(host: os.PathLike[str], mode: int) -> None:
     try:
         os.makedirs(host, mode=mode, exist_ok=True)
@@ -143,12 +160,9 @@ def _make_dir(host: os.PathLike[str], mode: int) -> None:
 def _onnx_step(plan: Plan, action: Action, manifest: Manifest, report: ApplyReport) -> None:
     layout = plan.layout
     store = ModelStore(cache_dir=layout.host(layout.models_dir), manifest=manifest)
-    try:
-        if action.kind == "convert":
-            onnx_steps.convert(store, action.names)
-        else:
-            onnx_steps.build_engines(store, action.names, layout.host(layout.data_dir))
+    try:  # the engines (ONNX variants are copied from the bundle; the device never converts)
+        onnx_steps.build_engines(store, action.names, layout.host(layout.data_dir))
     except MirrorError as exc:
-        # The runtime makes both on first use: a slower first start, not a broken device.
+        # The runtime builds them on first use: a slower first start, not a broken device.
         logger.warning("%s %s deferred to the first start: %s", action.kind, action.names, exc)
         report.deferred.append(f"{action.line()} (failed here: {exc})")

@@ -4,8 +4,14 @@ Layout::
 
     BUNDLE/bundle.json        {"format": 1, "profile": ..., "files": {REL: {sha256, size}}, ...}
     BUNDLE/models/FILE        every manifest model and asset, and installer-provided models
+    BUNDLE/onnx/FILE          (a profile with ``.onnx`` roles) the ONNX variants made where
+                          the bundle was built, and their ``variants.json``
     BUNDLE/wheels/*.whl       (``--with-wheels``) the project and its dependencies, for the
                           target (platform, Python) and extras ``bundle.json`` records
+    BUNDLE/vendor/FILE        (``--vendor DIR``) the installer's vendor files: NVIDIA's
+                          wheels, Google's .deb, compiled Edge TPU models (see
+                          :mod:`provisioning.vendor_files`); checked against the sha256
+                          ``bundle.json`` recorded when the bundle was made
 
 :func:`verify_bundle` hashes every listed file and checks it against
 ``bundle.json`` *and* the model manifest; provisioning calls it before it
@@ -17,13 +23,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
-from provisioning import targets
+from provisioning import targets, vendor_files
 from provisioning.errors import BundleError, BundleHashError, ProvisionError
 from provisioning.targets import Target
 
@@ -33,6 +39,7 @@ INDEX = "bundle.json"
 FORMAT = 1
 MODELS = "models"
 WHEELS = "wheels"
+ONNX_DIR = "onnx"  # the profile's ONNX variants and their variants.json (onnx_steps)
 
 Progress = Callable[[str, int], None]  # (file, bytes) after each file
 
@@ -56,13 +63,28 @@ class BundleWheels:
 
 
 @dataclass(frozen=True)
+class VendorFile:
+    """One vendor file of a checked bundle: a wheel, a Debian package or an Edge TPU model."""
+
+    kind: vendor_files.Kind
+    name: str
+    file: BundleFile
+
+
+@dataclass(frozen=True)
 class Bundle:
-    """A checked bundle: every model file by its cache file name, and its wheels if any."""
+    """A checked bundle: every model file by its cache file name, its wheels if any, and
+    the installer's vendor files."""
 
     directory: Path
     profile: str | None
     models: dict[str, BundleFile]
     wheels: BundleWheels | None = None
+    vendor: tuple[VendorFile, ...] = ()
+    onnx: dict[str, BundleFile] = field(default_factory=dict)  # ONNX_DIR's files by name
+
+    def vendor_of(self, kind: vendor_files.Kind) -> list[VendorFile]:
+        return [v for v in self.vendor if v.kind == kind]
 
 
 def pinned_hashes(manifest: Manifest) -> dict[str, str | None]:
@@ -96,6 +118,9 @@ def verify_bundle(directory: Path, manifest: Manifest, progress: Progress | None
     pins = pinned_hashes(manifest)
     models: dict[str, BundleFile] = {}
     wheel_files: dict[str, BundleFile] = {}
+    vendor: list[VendorFile] = []
+    onnx: dict[str, BundleFile] = {}
+    model_files = {e.file for e in manifest.entries().values()}
     for rel, meta in sorted(index["files"].items()):
         checked = _check_file(directory, rel, meta)
         if progress is not None:
@@ -106,12 +131,17 @@ def verify_bundle(directory: Path, manifest: Manifest, progress: Progress | None
             models[name] = checked
         elif rel.startswith(f"{WHEELS}/") and rel.endswith(".whl"):
             wheel_files[rel.removeprefix(f"{WHEELS}/")] = checked
+        elif rel.startswith(f"{vendor_files.VENDOR}/"):
+            name = rel.removeprefix(f"{vendor_files.VENDOR}/")
+            vendor.append(VendorFile(vendor_files.kind_of(name, model_files), name, checked))
+        elif rel.startswith(f"{ONNX_DIR}/"):
+            onnx[rel.removeprefix(f"{ONNX_DIR}/")] = checked
     missing = sorted(e.file for e in manifest.entries().values() if e.file not in models)
     if missing:
         raise BundleError(f"bundle {directory} lacks {', '.join(missing)} (in the model manifest)")
     profile = index.get("profile")
     wheels = _wheels(directory, index, wheel_files)
-    return Bundle(directory, str(profile) if profile else None, models, wheels)
+    return Bundle(directory, str(profile) if profile else None, models, wheels, tuple(vendor), onnx)
 
 
 def _wheels(

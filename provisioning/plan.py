@@ -21,10 +21,11 @@ import yaml
 from appliance.device.profile import HardwareProfile
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.manifest import Manifest
+from appliance.modelstore.onnx_variants import RECORD_FILE, OnnxVariants, Variant
 from appliance.modelstore.store import ModelStore
 from provisioning import onnx_steps
 from provisioning.actions import Action, Status, file_action
-from provisioning.bundle import Bundle
+from provisioning.bundle import MODELS, ONNX_DIR, Bundle, BundleFile
 from provisioning.console import console_actions
 from provisioning.credentials import SECRET_MODE
 from provisioning.in_root import shell_for
@@ -33,6 +34,7 @@ from provisioning.links import enable_unit
 from provisioning.live_steps import Which, live_actions
 from provisioning.udev import render_udev_rules
 from provisioning.units import render_env_file, render_sysusers, render_unit
+from provisioning.vendor_steps import plan_vendor
 from provisioning.venv_step import plan_venv
 
 logger = logging.getLogger(__name__)
@@ -83,12 +85,13 @@ def build_plan(
     planner = _Planner(layout)
     planner.dirs()
     planner.models(bundle)
+    planner.actions += plan_vendor(layout, bundle, which=which)
     planner.actions += plan_venv(layout, profile, bundle, shell_for(layout))
     planner.system_files(profile, web or WebListen())
     planner.actions.append(enable_unit(layout))
     planner.actions += console_actions(layout, profile)
     planner.secrets(deferred=first_start_secrets)
-    planner.onnx(profile, manifest)
+    planner.onnx(profile, bundle, manifest)
     changed = {a.target for a in planner.actions if a.changes}
     planner.actions += live_actions(layout, changed, which=which)
     return Plan(profile, layout, tuple(planner.actions))
@@ -118,13 +121,16 @@ class _Planner:
 
     def models(self, bundle: Bundle) -> None:
         for name, source in sorted(bundle.models.items()):
-            target = self.layout.models_dir / name
-            host = self.layout.host(target)
-            status: Status = "create"
-            if host.is_file():
-                same = sha256_file(host) == source.sha256 and self._mode_of(target) == FILE_MODE
-                status = "unchanged" if same else "update"
-            self.actions.append(Action("model", target, status, mode=FILE_MODE, source=source))
+            self._copy(self.layout.models_dir / name, source)
+
+    def _copy(self, target: PurePosixPath, source: BundleFile) -> None:
+        """A bundle file copied to ``target`` (sha256-checked); unchanged when it is there."""
+        host = self.layout.host(target)
+        status: Status = "create"
+        if host.is_file():
+            same = sha256_file(host) == source.sha256 and self._mode_of(target) == FILE_MODE
+            status = "unchanged" if same else "update"
+        self.actions.append(Action("model", target, status, mode=FILE_MODE, source=source))
 
     def system_files(self, profile: HardwareProfile, web: WebListen) -> None:
         layout = self.layout
@@ -159,22 +165,37 @@ class _Planner:
         note = "admin password generated, printed once" if admin == "create" else ""
         self.actions.append(Action("admin", layout.auth, admin, mode=SECRET_MODE, note=note))
 
-    def onnx(self, profile: HardwareProfile, manifest: Manifest) -> None:
+    def onnx(self, profile: HardwareProfile, bundle: Bundle, manifest: Manifest) -> None:
+        """The profile's ONNX variants, copied from the bundle (made where it was built)."""
         names = onnx_steps.onnx_models(profile)
         if not names:
             return
-        store = ModelStore(cache_dir=self.layout.host(self.layout.models_dir), manifest=manifest)
-        current = onnx_steps.conversions_current(store, names)
-        status: Status = "unchanged" if current else "create"
         onnx_dir = self.layout.models_dir / "onnx"
-        self.actions.append(Action("convert", onnx_dir, status, names=names, note="tflite2onnx"))
+        usable: dict[str, Variant] = {}
+        if RECORD_FILE in bundle.onnx:  # listed in bundle.json, so checked
+            store = ModelStore(cache_dir=bundle.directory / MODELS, manifest=manifest)
+            found = onnx_steps.usable_variants(
+                OnnxVariants(store, bundle.directory / ONNX_DIR), names
+            )
+            usable = {name: v for name, v in found.items() if v.file in bundle.onnx}
+        missing = tuple(n for n in names if n not in usable)
+        if missing:
+            note = onnx_steps.missing_note(missing, profile.name)
+            logger.warning("%s", note)
+            self.actions.append(Action("convert", onnx_dir, "deferred", names=missing, note=note))
+        if not usable:
+            return
+        for file in (RECORD_FILE, *(v.file for v in usable.values())):
+            self._copy(onnx_dir / file, bundle.onnx[file])
         if onnx_steps.needs_engines(profile):
-            self.actions.append(self._engines(names))
+            self.actions.append(self._engines(usable))
 
-    def _engines(self, names: tuple[str, ...]) -> Action:
+    def _engines(self, variants: dict[str, Variant]) -> Action:
         target = self.layout.data_dir / onnx_steps.TRT_CACHE
+        names = tuple(variants)
         if self.layout.is_live() and onnx_steps.tensorrt_here():
-            built = self.layout.host(target).is_dir() and any(self.layout.host(target).iterdir())
+            cache = self.layout.host(target)
+            built = all(onnx_steps.engine_built(cache, v.sha256) for v in variants.values())
             status: Status = "unchanged" if built else "create"
             return Action("engines", target, status, names=names, note="TensorRT fp16")
         note = "cannot build here (needs the device's GPU): the runtime builds them at first start"

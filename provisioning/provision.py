@@ -17,9 +17,11 @@ from appliance.device.catalog import load_profiles
 from appliance.device.match import match_profile
 from appliance.device.probe import probe
 from appliance.device.profile import HardwareProfile
+from appliance.device.support import refusal
 from appliance.modelstore.manifest import Manifest, load_manifest
 from provisioning.apply import ApplyReport, apply_plan
 from provisioning.bundle import read_index, verify_bundle
+from provisioning.errors import ProvisionError
 from provisioning.layout import DEFAULT_VENV, Layout
 from provisioning.live_steps import Which
 from provisioning.plan import Plan, WebListen, build_plan
@@ -55,8 +57,14 @@ class Outcome:
 
 
 def pick_profile(root: Path, override: str | None) -> tuple[HardwareProfile, str]:
-    """The profile named, or the one the probe of ``root`` matches; and why."""
+    """The profile named, or the one the probe of ``root`` matches; and why.
+
+    A device the mirror cannot run on (``appliance.device.support``) is refused here,
+    before anything is written."""
     match = match_profile(load_profiles(), probe(root), override)
+    refused = refusal(match.profile, match.facts)
+    if refused is not None:
+        raise ProvisionError(f"{refused}; nothing was written")
     return match.profile, match.reason
 
 

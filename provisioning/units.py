@@ -3,12 +3,13 @@
 ``Type=notify``: the runtime sends ``READY=1`` once frames flow and
 ``WATCHDOG=1`` while they keep flowing; systemd restarts it when they stop
 (``WatchdogSec``) or when it fails (``Restart=on-failure``, forever:
-``StartLimitIntervalSec=0``). It runs as the unprivileged ``mirror`` user,
-sees the file system read-only except its data directory, and cannot gain
-privileges. ``StateDirectory=`` hands the data directory (written by root at
-provisioning) to that user at every start; it is also the working directory
-(lgpio writes its notify pipes into the working directory, ``LG_WD``, and
-everything else is read-only).
+``StartLimitIntervalSec=0``), except on ``EXIT_NOT_RUNNABLE`` (78: an
+unsupported device or a broken install, which no restart mends). It runs as
+the unprivileged ``mirror`` user, sees the file system read-only except its
+data directory, and cannot gain privileges. ``StateDirectory=`` hands the data
+directory (written by root at provisioning) to that user at every start; it
+is also the working directory (lgpio writes its notify pipes into the working
+directory, ``LG_WD``, and everything else is read-only).
 
 A Jetson CSI camera (``capture.kind: gstreamer-csi``) is reached through
 nvargus-daemon's socket ``/tmp/argus_socket``: the unit then keeps the real
@@ -21,6 +22,7 @@ import logging
 import shlex
 
 from appliance.device.profile import HardwareProfile
+from appliance.errors import EXIT_NOT_RUNNABLE
 from provisioning.layout import ENV_FILE, SERVICE_USER, Layout
 
 logger = logging.getLogger(__name__)
@@ -85,6 +87,9 @@ def render_unit(profile: HardwareProfile, layout: Layout) -> str:
         f"WatchdogSec={WATCHDOG_S}s",
         "Restart=on-failure",
         "RestartSec=2",
+        # an unsupported device or a broken install: no restart mends it (one line in
+        # the journal, not one every 2 s)
+        f"RestartPreventExitStatus={EXIT_NOT_RUNNABLE}",
         f"TimeoutStartSec={START_TIMEOUT_S}",
         "TimeoutStopSec=5",
         f"User={SERVICE_USER}",

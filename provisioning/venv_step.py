@@ -13,7 +13,9 @@ device's and this machine's pip configuration out. A stamp in the venv
 records what was installed (version, extras, system site packages, every
 wheel's sha256): the same bundle again changes nothing; anything else makes
 the venv again from scratch (``--clear``: no package of an old set is left
-behind, such as onnxruntime beside onnxruntime-gpu).
+behind, such as onnxruntime beside onnxruntime-gpu). The installer's vendor
+wheels (``--vendor DIR``: NVIDIA's onnxruntime-gpu for a Jetson) are copied
+beside the others and installed by name in the same pip run.
 """
 
 from __future__ import annotations
@@ -21,18 +23,20 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from appliance.device.profile import HardwareProfile
 from appliance.modelstore.hashing import sha256_file
 from provisioning.actions import Action, Status
-from provisioning.bundle import Bundle, BundleWheels
+from provisioning.bundle import Bundle, BundleFile, BundleWheels, VendorFile
 from provisioning.errors import BundleError, ProvisionError
 from provisioning.in_root import RootShell, chroot_blocker
 from provisioning.layout import Layout
 from provisioning.requirements import PROJECT
 from provisioning.root_python import RootPython, check_bundle, probe_host, probe_root
+from provisioning.vendor_files import wheel_requirement
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +49,22 @@ def stamp_path(layout: Layout) -> PurePosixPath:
     return layout.venv / STAMP
 
 
-def wanted_stamp(wheels: BundleWheels, profile: HardwareProfile) -> dict[str, Any]:
+def wanted_stamp(
+    wheels: BundleWheels, profile: HardwareProfile, vendor: Sequence[VendorFile] = ()
+) -> dict[str, Any]:
     return {
         "project": PROJECT,
         "version": wheels.project_version,
         "extras": sorted(profile.install.extras),
         "system_site_packages": profile.install.system_site_packages,
         "python": wheels.target.python,
-        "wheels": {name: f.sha256 for name, f in sorted(wheels.files.items())},
+        "wheels": {name: f.sha256 for name, f in sorted(_all_wheels(wheels, vendor).items())},
     }
+
+
+def _all_wheels(wheels: BundleWheels, vendor: Sequence[VendorFile]) -> dict[str, BundleFile]:
+    """The bundle's wheels and the installer's vendor wheels (NVIDIA's onnxruntime-gpu)."""
+    return {**wheels.files, **{v.name: v.file for v in vendor}}
 
 
 def plan_venv(
@@ -61,14 +72,17 @@ def plan_venv(
 ) -> list[Action]:
     """The wheel copies and the venv step (deferred when the bundle has no wheels)."""
     wheels = bundle.wheels
+    vendor = bundle.vendor_of("wheel")
     if wheels is None:
         note = "the bundle has no wheels (mirror provision bundle --with-wheels); left as it is"
+        if vendor:
+            note += f"; its vendor wheels ({', '.join(v.name for v in vendor)}) are not installed"
         return [Action("venv", layout.venv, "deferred", names=(PROJECT,), note=note)]
     _check_extras(wheels, profile)
     python = _root_python(layout, shell)
     check_bundle(wheels.target, python)
-    actions = [_wheel_dir(layout), *_wheel_copies(layout, wheels)]
-    stamp = wanted_stamp(wheels, profile)
+    actions = [_wheel_dir(layout), *_wheel_copies(layout, _all_wheels(wheels, vendor))]
+    stamp = wanted_stamp(wheels, profile, vendor)
     status = _venv_status(layout, stamp)
     if status in ("create", "update") and shell.mode == "chroot":
         blocker = chroot_blocker(layout.root, python.arch)
@@ -78,10 +92,11 @@ def plan_venv(
     spec = _install_spec(wheels, profile)
     ssp = ", system site packages" if profile.install.system_site_packages else ""
     note = f"CPython {python.version}{ssp}, offline from {layout.wheels_dir} ({shell.mode})"
-    commands = _commands(layout, shell, wheels, profile, clear=status == "update")
+    commands = _commands(layout, shell, wheels, profile, vendor, clear=status == "update")
+    names = (spec, *(v.name for v in vendor))
     return [
         *actions,
-        Action("venv", layout.venv, status, data=data, names=(spec,), note=note, commands=commands),
+        Action("venv", layout.venv, status, data=data, names=names, note=note, commands=commands),
     ]
 
 
@@ -108,9 +123,9 @@ def _wheel_dir(layout: Layout) -> Action:
     return Action("dir", layout.wheels_dir, status, mode=0o755)
 
 
-def _wheel_copies(layout: Layout, wheels: BundleWheels) -> list[Action]:
+def _wheel_copies(layout: Layout, files: dict[str, BundleFile]) -> list[Action]:
     actions = []
-    for name, source in sorted(wheels.files.items()):
+    for name, source in sorted(files.items()):
         target = layout.wheels_dir / name
         host = layout.host(target)
         status: Status = "create"
@@ -143,7 +158,13 @@ def _install_spec(wheels: BundleWheels, profile: HardwareProfile) -> str:
 
 
 def _commands(
-    layout: Layout, shell: RootShell, wheels: BundleWheels, profile: HardwareProfile, *, clear: bool
+    layout: Layout,
+    shell: RootShell,
+    wheels: BundleWheels,
+    profile: HardwareProfile,
+    vendor: Sequence[VendorFile],
+    *,
+    clear: bool,
 ) -> tuple[tuple[str, ...], ...]:
     pips = sorted(name for name in wheels.files if _PIP_WHEEL.match(name))
     if not pips:
@@ -155,5 +176,6 @@ def _commands(
     make += ["--system-site-packages"] if profile.install.system_site_packages else []
     install = [f"{venv}/bin/python", f"{found}/{pips[-1]}/pip", "install", "--isolated"]
     install += ["--no-index", "--find-links", found, "--disable-pip-version-check", "--no-input"]
-    install += ["pip", _install_spec(wheels, profile)]
+    # the vendor wheels by name and version (pip finds them in the same folder)
+    install += ["pip", _install_spec(wheels, profile), *(wheel_requirement(v.name) for v in vendor)]
     return (shell.argv(*make, venv), shell.argv(*install))

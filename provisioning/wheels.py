@@ -67,9 +67,19 @@ def download_command(wheels: Path, target: Target, reqs: Sequence[str]) -> list[
 
 
 def collect(
-    out_wheels: Path, target: Target, extras: Sequence[str], given: Path | None, say: Say
+    out_wheels: Path,
+    target: Target,
+    extras: Sequence[str],
+    given: Path | None,
+    say: Say,
+    *,
+    vendor_wheels: Sequence[Path] = (),
 ) -> WheelSet:
-    """Fill ``out_wheels`` with every wheel the device's venv needs."""
+    """Fill ``out_wheels`` with every wheel the device's venv needs.
+
+    ``vendor_wheels`` (the bundle's, in ``OUT/vendor``) are given to pip too, so their
+    dependencies for the target come with the others; pip's copies of them are dropped.
+    """
     partial = out_wheels.with_name(f".{out_wheels.name}.partial")
     _fresh_dir(partial)
     try:
@@ -77,9 +87,11 @@ def collect(
         dist = requirements.of_wheel(wheel)
         requirements.check_extras(dist, extras)
         reqs = requirements.for_target(dist.requires or [], extras, target)
-        download = download_command(partial, target, reqs)
+        download = download_command(partial, target, [*reqs, *map(str, vendor_wheels)])
         say(f"wheels for {target.describe()}, extras [{', '.join(extras)}]")
         _run_pip(download, target, say)
+        for vendor in vendor_wheels:  # OUT/vendor holds it
+            (partial / vendor.name).unlink(missing_ok=True)
         _replace(partial, out_wheels)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
@@ -87,13 +99,15 @@ def collect(
     return WheelSet(target, tuple(extras), dist.version, wheel.name, tuple(reqs), commands)
 
 
-def describe_only(out_wheels: Path, target: Target, extras: Sequence[str]) -> WheelSet:
+def describe_only(
+    out_wheels: Path, target: Target, extras: Sequence[str], vendor_wheels: Sequence[Path] = ()
+) -> WheelSet:
     """The commands that would fill ``out_wheels`` (``bundle.json`` lists them)."""
     dist = requirements.installed()
     reqs = requirements.for_target(dist.requires or [], extras, target)
     source = source_checkout()
     build = [project_command(out_wheels, source)] if source is not None else []
-    download = download_command(out_wheels, target, reqs)
+    download = download_command(out_wheels, target, [*reqs, *map(str, vendor_wheels)])
     commands = tuple(tuple(c) for c in (*build, download))
     return WheelSet(target, tuple(extras), dist.version, "", tuple(reqs), commands)
 

@@ -148,15 +148,66 @@ def tflite_pair(store: ModelStore, tmp_path: Path) -> Path:
     return cpu
 
 
-def test_edgetpu_delegate_failing_ends_on_cpu_tflite(tflite_pair: Path) -> None:
-    backend = EdgeTpuBackend(delegate_loader=_failing_delegate)
+@pytest.fixture
+def library(tmp_path: Path) -> str:
+    """An installed libedgetpu as the probe finds it: a file at its path (this machine has
+    none; what loading it does is the probe child's, injected or real)."""
+    path = tmp_path / "lib" / "libedgetpu.so.1"
+    path.parent.mkdir()
+    path.write_bytes(b"not an ELF library\n")
+    return str(path)
+
+
+def _child(code: str) -> list[str]:
+    """A probe child running ``code`` (no core file: the crash is on purpose)."""
+    quiet = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+    return [sys.executable, "-c", quiet + code]
+
+
+# The probe child is run as COMMAND [MODEL] --library LIB: with no model it only loads the
+# delegate (the backend's probe), with one it invokes it once (the first load).
+WITH_MODEL = "import sys; invoke = sys.argv[1] != '--library'; "
+NO_TPU = "import sys; print('ValueError: Failed to load delegate from X', file=sys.stderr); "
+
+
+def test_edgetpu_delegate_failing_ends_on_cpu_tflite(tflite_pair: Path, library: str) -> None:
+    loads: list[str] = []
+    backend = EdgeTpuBackend(
+        delegate_loader=loads.append, library=library, probe_command=_child(NO_TPU + "exit(1)")
+    )
     with pytest.warns(BackendFallbackWarning, match="Failed to load delegate"):
         model = backend.load(tflite_pair)
     assert model.backend_name == "litert-cpu"
     assert model.path == tflite_pair, "the CPU model runs, not the _edgetpu one"
     [fallback] = fallbacks()
     assert (fallback.wanted, fallback.used) == ("edgetpu", "litert-cpu")
-    assert "Failed to load delegate from libedgetpu.so.1" in fallback.reason
+    assert "Failed to load delegate from X" in fallback.reason
+    assert loads == [], "this process never loaded the delegate"
+
+
+def test_the_service_never_loads_the_delegate_before_a_child_has(
+    library: str, tmp_path: Path
+) -> None:
+    # libedgetpu may crash the process that loads its delegate: the probe is a child's.
+    argv = tmp_path / "argv"
+    loads: list[str] = []
+    record = f"import sys; open({str(argv)!r}, 'w').write(repr(sys.argv[1:])); "
+    crash = _child(record + "import ctypes; ctypes.string_at(0)")
+    backend = EdgeTpuBackend(delegate_loader=loads.append, library=library, probe_command=crash)
+    assert backend.probe() == "Edge TPU probe crashed (SIGSEGV): using the CPU model"
+    assert loads == [], "the delegate was not loaded in this process"
+    assert argv.read_text() == repr(["--library", library]), "a load-only child, no model"
+
+
+def test_the_real_probe_child_loads_the_library_and_says_why_not(
+    tflite_pair: Path, library: str
+) -> None:
+    backend = EdgeTpuBackend(library=library)  # python -m appliance.inference.edgetpu_probe
+    reason = backend.probe() or ""
+    assert reason.startswith("Edge TPU probe failed (exit 1: OSError: ")
+    assert library in reason and reason.endswith(": using the CPU model")
+    with pytest.warns(BackendFallbackWarning):
+        assert backend.load(tflite_pair).backend_name == "litert-cpu"
 
 
 def test_edgetpu_real_delegate_on_this_machine_ends_on_cpu(tflite_pair: Path) -> None:
@@ -164,16 +215,19 @@ def test_edgetpu_real_delegate_on_this_machine_ends_on_cpu(tflite_pair: Path) ->
     with pytest.warns(BackendFallbackWarning):
         model = backend.load(tflite_pair)
     assert model.backend_name == "litert-cpu"
-    assert "libedgetpu.so.1" in (backend.probe() or "")
+    reason = backend.probe() or ""
+    assert reason.startswith("libedgetpu.so.1 (the Edge TPU runtime) is not installed: it is ")
+    assert "libedgetpu1-std from Google's Coral apt repository, not a Debian package" in reason
     assert "libedgetpu.so.1" in fallbacks()[0].reason
 
 
-def test_edgetpu_without_compiled_variant_ends_on_cpu(store: ModelStore) -> None:
-    backend = EdgeTpuBackend(delegate_loader=lambda _library: object())
+def test_edgetpu_without_compiled_variant_ends_on_cpu(store: ModelStore, library: str) -> None:
+    backend = EdgeTpuBackend(library=library, probe_command=_child("pass"))
     assert backend.probe() is None
     with pytest.warns(BackendFallbackWarning, match="no Edge TPU compiled variant"):
         model = backend.load(store.path("face_detector_short"))
     assert model.backend_name == "litert-cpu"
+    assert "edgetpu_compiler" in fallbacks()[0].reason
 
 
 def test_edgetpu_quantisation_round_trip() -> None:
@@ -184,18 +238,15 @@ def test_edgetpu_quantisation_round_trip() -> None:
     np.testing.assert_allclose(_dequantize(quantized, detail), values, atol=1.0 / 127.5)
 
 
-def _child(code: str) -> list[str]:
-    """A probe child running ``code`` (no core file: the crash is on purpose)."""
-    quiet = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
-    return [sys.executable, "-c", quiet + code]
-
-
 def test_a_first_invoke_that_segfaults_ends_on_the_cpu_model_once(
-    tflite_pair: Path, tmp_path: Path
+    tflite_pair: Path, tmp_path: Path, library: str
 ) -> None:
     runs = tmp_path / "runs"
-    crash = _child(f"import ctypes; open({str(runs)!r}, 'a').write('x'); ctypes.string_at(0)")
-    backend = EdgeTpuBackend(delegate_loader=lambda _library: object(), probe_command=crash)
+    crash = _child(
+        WITH_MODEL + f"invoke and open({str(runs)!r}, 'a').write('x'); "
+        "invoke and __import__('ctypes').string_at(0)"
+    )
+    backend = EdgeTpuBackend(library=library, probe_command=crash)
     assert backend.probe() is None  # the delegate loads: only the first invoke crashes
     with pytest.warns(BackendFallbackWarning, match=r"crashed \(SIGSEGV\)"):
         model = backend.load(tflite_pair)
@@ -204,21 +255,20 @@ def test_a_first_invoke_that_segfaults_ends_on_the_cpu_model_once(
     assert fallback.reason == "Edge TPU probe crashed (SIGSEGV): using the CPU model"
     assert (fallback.wanted, fallback.used) == ("edgetpu", "litert-cpu")
     # this process is still here; a second backend (and load) asks the kept answer
-    again = EdgeTpuBackend(delegate_loader=lambda _library: object(), probe_command=crash)
+    again = EdgeTpuBackend(library=library, probe_command=crash)
     assert again.load(tflite_pair).backend_name == "litert-cpu"
     assert runs.read_text() == "x", "the child ran once for this model file"
 
 
 def test_a_first_invoke_that_hangs_is_killed_and_ends_on_the_cpu_model(
-    tflite_pair: Path, tmp_path: Path
+    tflite_pair: Path, tmp_path: Path, library: str
 ) -> None:
     pid_file = tmp_path / "pid"
     hang = _child(
-        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+        WITH_MODEL + f"invoke and open({str(pid_file)!r}, 'w').write(str(__import__('os')"
+        ".getpid())); invoke and __import__('time').sleep(120)"
     )
-    backend = EdgeTpuBackend(
-        delegate_loader=lambda _library: object(), probe_command=hang, probe_timeout_s=1.0
-    )
+    backend = EdgeTpuBackend(library=library, probe_command=hang, probe_timeout_s=1.0)
     started = time.monotonic()
     with pytest.warns(BackendFallbackWarning, match="timed out after 1 s"):
         model = backend.load(tflite_pair)
@@ -237,22 +287,20 @@ def test_the_real_probe_child_on_this_machine_says_why(tflite_pair: Path) -> Non
 
 
 def test_a_first_invoke_that_works_lets_this_process_use_the_tpu(
-    tflite_pair: Path, tmp_path: Path
+    tflite_pair: Path, tmp_path: Path, library: str
 ) -> None:
-    # The child succeeds; only then does this process load the delegate again for its own
-    # interpreter (the one from the probe was let go so the child could have the TPU).
+    # Both children succeed; only then does this process load the delegate, for its own
+    # interpreter (here it fails the way a TPU unplugged since would).
     runs = tmp_path / "runs"
     loads: list[bool] = []
 
     def loader(library: str) -> object:
-        loads.append(runs.exists())  # whether the child has run by now
-        if len(loads) > 1:
-            raise ValueError(f"Failed to load delegate from {library}")
-        return object()
+        loads.append(runs.read_text() == "dx" if runs.exists() else False)
+        raise ValueError(f"Failed to load delegate from {library}")
 
-    ok = _child(f"open({str(runs)!r}, 'a').write('x')")
-    backend = EdgeTpuBackend(delegate_loader=loader, probe_command=ok)
+    ok = _child(WITH_MODEL + f"open({str(runs)!r}, 'a').write('x' if invoke else 'd')")
+    backend = EdgeTpuBackend(delegate_loader=loader, library=library, probe_command=ok)
     with pytest.warns(BackendFallbackWarning, match="Edge TPU cannot load"):
         backend.load(tflite_pair)
-    assert loads == [False, True], "probe, then the child, then the delegate in this process"
+    assert loads == [True], "the delegate child, the invoke child, then this process"
     assert first_invoke_fails(edgetpu_variant(tflite_pair), backend.library) is None  # kept

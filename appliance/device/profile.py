@@ -279,7 +279,8 @@ class InstallSpec(_Frozen):
         (),
         description="The project's extras this device needs: cpu (onnxruntime on the CPU), "
         "gpu (onnxruntime-gpu), pi (lgpio, pygame-ce, numpy 1.x for Debian 12's picamera2), "
-        "jetson (nothing from pip: JetPack's system packages), display (pygame-ce).",
+        "jetson (numpy below 2 for JetPack's cv2; cv2 and TensorRT from JetPack, NVIDIA's "
+        "onnxruntime-gpu from the bundle's vendor files), display (pygame-ce).",
     )
     system_site_packages: bool = Field(
         False,
@@ -318,6 +319,13 @@ class HardwareProfile(_Frozen):
     target_fps: float = Field(gt=0.0, le=240.0, description="Output rate to hold.")
     install: InstallSpec = Field(
         default_factory=InstallSpec, description="The device's venv (mirror provision)."
+    )
+    unsupported: str | None = Field(
+        None,
+        min_length=1,
+        description="Why the mirror cannot run on this device: the profile still matches "
+        "(the device is recognised, not mistaken for a CPU-only one), and doctor, run and "
+        "provision refuse it with this reason.",
     )
 
     @field_validator("backends")

@@ -48,11 +48,27 @@ class AttemptReport(_Frozen):
     reason: str
 
 
+class SessionReport(_Frozen):
+    role: str
+    file: str = Field(description="The ONNX file the role runs.")
+    asked: list[str] = Field(description="The execution providers asked for, best first.")
+    providers: list[str] = Field(
+        description="What onnxruntime's session runs it on (session.get_providers()); "
+        "empty when the session could not be made (see error)."
+    )
+    error: str | None = Field(None, description="Why no session could be made.")
+
+
 class BackendsReport(_Frozen):
     order: list[str] = Field(description="The profile's order, best first.")
     chosen: str | None = Field(description="The backend in use; null when none works.")
     attempts: list[AttemptReport]
     fallbacks: list[str] = Field(description="Recorded fallbacks: subject: wanted -> used.")
+    sessions: list[SessionReport] = Field(
+        default_factory=list,
+        description="Each role that runs an ONNX file on onnxruntime: the providers its "
+        "session really got.",
+    )
 
 
 class ModelFileReport(_Frozen):
@@ -83,6 +99,17 @@ class InstallReport(_Frozen):
     system_site_packages_wanted: bool
     system_site_packages: bool = Field(description="Whether this venv sees the OS's packages.")
     command: str | None = Field(description="The command that installs what is missing.")
+    vendor: list[str] = Field(
+        default_factory=list,
+        description="Vendor parts the profile's accelerator lacks here (NVIDIA's "
+        "onnxruntime-gpu, TensorRT, Google's libedgetpu, compiled Edge TPU models), each "
+        "with where it comes from and what runs instead.",
+    )
+    broken: list[str] = Field(
+        default_factory=list,
+        description="What stops the mirror from starting in this Python (numpy 2 against "
+        "the OS's cv2 built for numpy 1).",
+    )
 
 
 class CameraReport(_Frozen):

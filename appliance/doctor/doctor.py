@@ -1,8 +1,10 @@
 """``mirror doctor``: probe, match, make the runtime choice, verify models, look at peripherals.
 
 The result is a :class:`DoctorReport`. ``problems`` stop the mirror (models
-missing or corrupt, no backend that works); ``warnings`` degrade it (a camera
-that is not plugged in: the demo source still works). Every input that
+missing or corrupt, no backend that works, a device it cannot run on, numpy 2
+against the OS's cv2); ``warnings`` degrade it (a camera that is not plugged
+in: the demo source still works; a vendor part the accelerator lacks, with
+what runs instead). Every input that
 describes hardware is injectable, so tests run the whole doctor on faked roots.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from appliance.device.facts import HardwareFacts
@@ -20,9 +22,11 @@ from appliance.device.peripherals import check_camera, check_display, check_gpio
 from appliance.device.probe import is_live, probe
 from appliance.device.profile import HardwareProfile
 from appliance.device.report import CandidateReport, DoctorReport, ModelsReport, ProfileReport
+from appliance.device.support import refusal
 from appliance.doctor.backend_check import Chooser, check_backends
 from appliance.doctor.install_check import check_install
 from appliance.doctor.thermal_check import read_sensors
+from appliance.doctor.vendor_check import VendorInputs, check_vendor
 from appliance.doctor.verdict import problems_and_warnings
 from appliance.inference.model_check import check_models
 from appliance.inference.runtime import RuntimeChoice
@@ -40,6 +44,7 @@ class DoctorProbes:
     runner: Runner = run_command
     prober: Callable[[Path], HardwareFacts] | None = None
     live: bool | None = None
+    vendor: VendorInputs | None = None  # its root is the doctor's
 
     def facts(self, root: Path, live: bool) -> HardwareFacts:
         if self.prober is not None:
@@ -83,6 +88,11 @@ def run_doctor(
     result = match_profile(profiles, probes.facts(root, live), override)
     profile = result.profile
     choice, backends = check_backends(result, store, probes.chooser)  # as `mirror run` chooses
+    install = check_install(profile.install)
+    if live:  # like the install check: this Python and this machine's models
+        given = replace(probes.vendor or VendorInputs(), root=root)
+        vendor = check_vendor(profile, result.facts, store, backends.chosen, given)
+        install = install.model_copy(update={"vendor": vendor.missing, "broken": vendor.broken})
     report = DoctorReport(
         ok=True,
         problems=[],
@@ -97,9 +107,12 @@ def run_doctor(
         thermal=read_sensors(
             root, profile.thermal, live=live, nvml_loader=probes.nvml_loader, runner=probes.runner
         ),
-        install=check_install(profile.install),
+        install=install,
     )
     problems, warnings = problems_and_warnings(report, matched=_matched(result), live=live)
+    refused = refusal(profile, result.facts)
+    if refused is not None:
+        problems.insert(0, refused)
     for line in problems:
         logger.info("doctor: %s", line)
     return report.model_copy(

@@ -30,6 +30,11 @@ def _backends(report: DoctorReport) -> list[str]:
     lines = [f"backends  order {', '.join(b.order)}; chosen {b.chosen or 'none'}"]
     lines += [f"  {_MARK[a.ok]}    {a.name}: {a.reason}" for a in b.attempts]
     lines += [f"  fallback {f}" for f in b.fallbacks]
+    lines += [
+        f"  session  {s.role}: {s.file.rsplit('/', 1)[-1]} on "
+        + (", ".join(s.providers) if s.providers else f"nothing ({s.error})")
+        for s in b.sessions
+    ]
     return lines
 
 
@@ -69,7 +74,9 @@ def _thermal(report: DoctorReport) -> list[str]:
 def _install(report: DoctorReport) -> list[str]:
     i = report.install
     extras = ", ".join(i.extras) or "none"
-    state = "complete" if not (i.missing or i.conflicts) else "incomplete (see the warnings)"
+    state = "complete"
+    if i.missing or i.conflicts or i.vendor or i.broken:
+        state = "incomplete (see the warnings)" if not i.broken else "broken (see the problems)"
     system = "yes" if i.system_site_packages else "no"
     wanted = " (the profile wants them)" if i.system_site_packages_wanted else ""
     return [f"install   extras {extras}: {state}; system packages visible: {system}{wanted}"]

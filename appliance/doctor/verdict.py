@@ -51,7 +51,7 @@ def _backend_warnings(backends: BackendsReport) -> list[str]:
 
 
 def _install_warnings(install: InstallReport) -> list[str]:
-    lines = list(install.conflicts)
+    lines = list(install.conflicts) + list(install.vendor)
     if install.missing:
         lines.append(
             f"this Python lacks what the profile's extras ({', '.join(install.extras)}) need: "
@@ -127,4 +127,5 @@ def problems_and_warnings(
     )
     if live:  # the install check is about this Python, which a probed root does not run
         warnings += _install_warnings(report.install)
+        problems += report.install.broken
     return problems, warnings

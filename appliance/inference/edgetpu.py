@@ -6,14 +6,15 @@ or through Google's PyCoral ``make_interpreter`` when that is installed on the
 device (the PyPI package named ``pycoral`` is an unrelated project, so PyCoral
 is recognised by its ``make_interpreter`` and ``list_edge_tpus``). With no
 library, no TPU plugged in or no compiled variant, the CPU model runs on
-``cpu_fallback`` and the reason is recorded with ``record_fallback``.
+``cpu_fallback`` and the reason is recorded with ``record_fallback``; where the
+library and the compiled models come from is in ``edgetpu_parts``.
 
 libedgetpu 16.0 may segfault with a newer LiteRT, which no ``except`` can
-catch: before the delegate is used in this process, the first invoke of each
-compiled model is tried in a child process (``edgetpu_probe``); a crash, an
-error or a hang there is a fallback to the CPU model with the reason. The
-delegate loaded to see whether a TPU answers is let go again before that
-child runs, so the child can open the TPU.
+catch: this process neither loads the delegate nor imports PyCoral before a
+child process has (``edgetpu_probe``). ``probe()`` looks for the library
+without opening it, then a child loads the delegate; ``load()`` has a child
+invoke each compiled model once before this process builds its interpreter. A
+crash, an error or a hang there is a fallback to the CPU model with the reason.
 """
 
 from __future__ import annotations
@@ -31,14 +32,25 @@ import numpy.typing as npt
 
 from appliance.backend_names import EDGETPU
 from appliance.inference.base import Backend, Model, SpecModel, TensorSpec
-from appliance.inference.edgetpu_probe import PROBE_TIMEOUT_S, first_invoke_fails
+from appliance.inference.edgetpu_parts import (
+    EDGETPU_LIBRARY,
+    EDGETPU_SUFFIX,
+    edgetpu_variant,
+    library_missing,
+    library_path,
+    variant_missing,
+)
+from appliance.inference.edgetpu_probe import (
+    PROBE_TIMEOUT_S,
+    delegate_fails,
+    first_invoke_fails,
+)
 from appliance.inference.fallbacks import record_fallback
 from appliance.inference.litert import LiteRTBackend
 
 logger = logging.getLogger(__name__)
 
-EDGETPU_LIBRARY = "libedgetpu.so.1"
-EDGETPU_SUFFIX = "_edgetpu"
+__all__ = ["EDGETPU_LIBRARY", "EDGETPU_SUFFIX", "EdgeTpuBackend", "EdgeTpuModel", "edgetpu_variant"]
 
 DelegateLoader = Callable[[str], Any]
 
@@ -64,11 +76,6 @@ def pycoral_edgetpu() -> Any | None:
     if not (hasattr(module, "make_interpreter") and hasattr(module, "list_edge_tpus")):
         return None
     return module
-
-
-def edgetpu_variant(path: Path) -> Path:
-    """``face_detector.tflite`` -> ``face_detector_edgetpu.tflite`` beside it."""
-    return path.with_name(f"{path.stem}{EDGETPU_SUFFIX}{path.suffix}")
 
 
 def _quantize(value: npt.NDArray[np.float32], detail: dict[str, Any]) -> npt.NDArray[Any]:
@@ -141,8 +148,7 @@ class EdgeTpuBackend:
     ) -> None:
         self.library = library
         self.cpu_fallback: Backend = cpu_fallback or LiteRTBackend()
-        self._loader = delegate_loader
-        self._pycoral = None if delegate_loader is not None else pycoral_edgetpu()
+        self._loader = delegate_loader  # this process's, used once a child's invoke worked
         self._delegate: Any = None  # loaded in this process only after a child's first invoke
         self._probe_command = probe_command  # None: python -m appliance.inference.edgetpu_probe
         self._probe_timeout_s = probe_timeout_s
@@ -160,25 +166,18 @@ class EdgeTpuBackend:
             return self._reason
 
     def _probe(self) -> str | None:
-        if self._pycoral is not None:
-            try:
-                tpus = list(self._pycoral.list_edge_tpus())
-            except (RuntimeError, OSError, ValueError) as exc:
-                return f"PyCoral cannot list Edge TPUs: {exc}"
-            return None if tpus else "PyCoral finds no Edge TPU attached"
-        loader = self._loader or litert_delegate
-        try:
-            delegate = loader(self.library)
-        except (ValueError, OSError, RuntimeError) as exc:
-            return f"Edge TPU delegate unavailable: {exc}"
-        del delegate  # let the TPU go: the first invoke is tried in a child before it is used
-        return None
+        """The library is looked for (not opened); a child loads the delegate from it."""
+        if library_path(self.library) is None:
+            return library_missing(self.library)
+        return delegate_fails(
+            self.library, command=self._probe_command, timeout_s=self._probe_timeout_s
+        )
 
     def load(self, path: Path) -> Model:
         variant = edgetpu_variant(path)
         reason = self.probe()
         if reason is None and not variant.is_file():
-            reason = f"no Edge TPU compiled variant {variant.name} (make it with edgetpu_compiler)"
+            reason = variant_missing(variant)
         if reason is None and not self._tpu_in_use:
             # Before this process touches the TPU: once a model runs on it here, a child may not
             # get the TPU, and a first invoke has already worked in this process.
@@ -196,8 +195,10 @@ class EdgeTpuBackend:
         return self.cpu_fallback.load(path)
 
     def _interpreter(self, variant: Path) -> Any:
-        if self._pycoral is not None:
-            return self._pycoral.make_interpreter(str(variant))
+        """Only once a child invoked a compiled model on the TPU (see ``load``)."""
+        pycoral = None if self._loader is not None else pycoral_edgetpu()
+        if pycoral is not None:
+            return pycoral.make_interpreter(str(variant))
         from ai_edge_litert.interpreter import Interpreter
 
         if self._delegate is None:

@@ -1,15 +1,19 @@
-"""The Edge TPU's first invoke, tried in a child process before the mirror trusts it.
+"""The Edge TPU's delegate and first invoke, tried in a child process before the mirror
+trusts them.
 
 libedgetpu 16.0 is built against an old TensorFlow Lite; newer LiteRT builds
 are reported to segfault with it. A segfault is no exception: in the mirror's
 own process it would end the service, and under ``Restart=on-failure`` it
-would crash-loop. So ``first_invoke_fails(variant)`` runs this module as a
-child of the same Python (``python -m appliance.inference.edgetpu_probe
-MODEL --library LIB``), which loads the delegate, builds the interpreter for
-the ``_edgetpu`` model and invokes it once on zeros. A child killed by a
-signal, exiting non-zero or running past the timeout gives the reason to fall
-back to the CPU model; the answer is kept per process and per model file, so
-the child runs once.
+would crash-loop. So the mirror's process never loads the delegate before a
+child has: ``delegate_fails(library)`` runs this module as a child of the same
+Python (``python -m appliance.inference.edgetpu_probe --library LIB``), which
+loads the delegate (PyCoral: lists the TPUs) and so shows whether a TPU
+answers; ``first_invoke_fails(variant)`` runs it with the model (``... MODEL
+--library LIB``): the child also builds the interpreter for the ``_edgetpu``
+model and invokes it once on zeros. A child killed by a signal, exiting
+non-zero or running past the timeout gives the reason to fall back to the CPU
+model; each answer is kept per process (per library, per model file), so each
+child runs once.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ CPU_NOTE = "using the CPU model"
 _STDERR_TAIL = 300
 
 _lock = threading.Lock()
-_results: dict[tuple[str, int, int, str], str | None] = {}
+_results: dict[tuple[str, int, int, str], str | None] = {}  # (model, size, mtime, library)
+_delegates: dict[str, str | None] = {}  # library -> why its delegate does not load
 
 
 def probe_command() -> list[str]:
@@ -101,10 +106,26 @@ def first_invoke_fails(
         return _results[key]
 
 
+def delegate_fails(
+    library: str, *, command: Sequence[str] | None = None, timeout_s: float = PROBE_TIMEOUT_S
+) -> str | None:
+    """None when a child loaded the delegate from ``library`` (a TPU answered); else why not.
+
+    ``command`` as for :func:`first_invoke_fails`; ``--library LIB`` follows it (no model).
+    """
+    with _lock:
+        if library not in _delegates:
+            full = [*(command or probe_command()), "--library", library]
+            logger.info("Edge TPU: loading the delegate from %s in a child process", library)
+            _delegates[library] = _run_child(full, timeout_s)
+        return _delegates[library]
+
+
 def forget_probes() -> None:
     """Drop the kept answers (tests; a replugged TPU)."""
     with _lock:
         _results.clear()
+        _delegates.clear()
 
 
 # ---- the child ---------------------------------------------------------------------------
@@ -130,6 +151,17 @@ def _interpreter(model: Path, library: str) -> Any:
     return Interpreter(model_path=str(model), experimental_delegates=[delegate])
 
 
+def load_only(library: str) -> None:
+    """Load the delegate (PyCoral: list the TPUs); raises when no TPU answers (may crash)."""
+    from appliance.inference.edgetpu import litert_delegate, pycoral_edgetpu
+
+    pycoral = pycoral_edgetpu()
+    if pycoral is None:
+        litert_delegate(library)
+    elif not list(pycoral.list_edge_tpus()):
+        raise RuntimeError("PyCoral finds no Edge TPU attached")
+
+
 def invoke_once(model: Path, library: str) -> None:
     """Load the delegate, build the interpreter and invoke it on zeros (may crash the process)."""
     interpreter = _interpreter(model, library)
@@ -142,12 +174,15 @@ def invoke_once(model: Path, library: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="edgetpu_probe", description=__doc__)
-    parser.add_argument("model", type=Path)
+    parser.add_argument("model", type=Path, nargs="?", help="an _edgetpu model (none: load only)")
     parser.add_argument("--library", default="libedgetpu.so.1")
     args = parser.parse_args(argv)
     _no_core_dump()
     try:
-        invoke_once(args.model, args.library)
+        if args.model is None:
+            load_only(args.library)
+        else:
+            invoke_once(args.model, args.library)
     except (ImportError, OSError, RuntimeError, ValueError) as exc:
         message = " ".join(str(exc).split())
         print(f"{type(exc).__name__}: {message}", file=sys.stderr)

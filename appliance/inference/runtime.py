@@ -27,7 +27,8 @@ from appliance.device.facts import HardwareFacts
 from appliance.device.match import MatchResult, match_profile
 from appliance.device.probe import probe
 from appliance.device.profile import HardwareProfile
-from appliance.errors import ConfigError
+from appliance.device.support import refusal
+from appliance.errors import ConfigError, NotRunnableError
 from appliance.inference.base import Backend
 from appliance.inference.fallbacks import Fallback
 from appliance.inference.litert import LiteRTBackend
@@ -179,8 +180,14 @@ def choose_for_device(
     chooser: Chooser | None = None,
     variants: OnnxVariants | None = None,
 ) -> RuntimeChoice:
-    """Probe the device under ``root``, match a profile (or take ``override``), choose."""
+    """Probe the device under ``root``, match a profile (or take ``override``), choose.
+
+    A device the mirror cannot run on (``device.support``: the Xavier NX, a JetPack
+    older than 6) raises ``NotRunnableError``, which no restart mends."""
     match = match_profile(profiles or load_profiles(), prober(root), override)
+    refused = refusal(match.profile, match.facts)
+    if refused is not None:
+        raise NotRunnableError(refused)
     return choose_runtime(match, store, chooser=chooser, variants=variants)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from appliance.backend_names import EDGETPU, LITERT_CPU, ONNX_BACKENDS, ONNX_CPU
 from appliance.errors import ConfigError, ModelError
 from appliance.inference.base import Backend, Model
-from appliance.inference.edgetpu import edgetpu_variant
+from appliance.inference.edgetpu_parts import edgetpu_variant, variant_missing
 from appliance.inference.fallbacks import Fallback, record_fallback
 from appliance.inference.model_check import BUILTIN_MODELS, base_model
 from appliance.modelstore import ModelStore
@@ -147,7 +147,7 @@ class Resolver:
         tflite = self.store.file_path(base)
         variant = edgetpu_variant(tflite)
         if not variant.is_file():
-            reason = f"no Edge TPU compiled variant {variant} (make it with edgetpu_compiler)"
+            reason = variant_missing(variant)
             fallback = self._fallback(role, model, base, reason)
             return self._tflite(role, model, base, reason), fallback
         return RoleChoice(role, model, base, variant, EDGETPU, "", tflite, self.engine), None

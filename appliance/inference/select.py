@@ -3,14 +3,14 @@
 Names: ``tensorrt`` and ``cuda`` (onnxruntime on the GPU, each falling back to
 the CPU per model), ``edgetpu`` (LiteRT with the Coral delegate), ``litert-cpu``
 and ``onnx-cpu``. Each check is cheap: a provider compiled into onnxruntime and
-its library found, a TPU that answers. The session made later still verifies
+its libraries found (``gpu_libs``: CUDA and cuDNN preloaded, TensorRT's libnvinfer)
+and the NVIDIA driver seeing a GPU, a TPU that answers. The session made later still verifies
 what runs (see ``onnx_backend``). ``mirror doctor`` shows the attempts; every
 backend skipped on the way to the chosen one is a recorded fallback.
 """
 
 from __future__ import annotations
 
-import ctypes.util
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from appliance.backend_names import (
     ProviderName,
 )
 from appliance.errors import BackendError, ConfigError
+from appliance.inference import gpu_libs
 from appliance.inference.base import Backend
 from appliance.inference.edgetpu import EdgeTpuBackend
 from appliance.inference.fallbacks import record_fallback
@@ -52,17 +53,12 @@ class Attempt:
 Probe = Callable[[], tuple[Backend | None, str]]
 
 
-def _library_found(*names: str) -> str | None:
-    for name in names:
-        found = ctypes.util.find_library(name)
-        if found:
-            return found
-    return None
-
-
 def _provider_missing(short: ProviderName) -> str | None:
     provider = PROVIDERS[short]
-    built = available_providers()
+    try:
+        built = available_providers()
+    except BackendError as exc:  # no onnxruntime at all (a Jetson venv without NVIDIA's)
+        return str(exc)
     if provider in built:
         return None
     return f"{provider} not in this onnxruntime build (it has {', '.join(built) or 'none'})"
@@ -72,24 +68,29 @@ def _tensorrt() -> tuple[Backend | None, str]:
     missing = _provider_missing(TENSORRT_PROVIDER)
     if missing:
         return None, missing
-    library = _library_found("nvinfer")
-    if library is None:
-        try:
-            import tensorrt  # noqa: F401
-        except ImportError:
-            return None, "TensorRT library libnvinfer not found and no tensorrt package"
-        library = "the tensorrt package"
-    return OnnxBackend.for_backend(TENSORRT), f"TensorrtExecutionProvider with {library}"
+    libraries = gpu_libs.prepare()
+    if libraries.tensorrt is None:
+        return None, libraries.tensorrt_note
+    driver = gpu_libs.cuda_driver_problem()
+    if driver:
+        return None, driver
+    version = libraries.tensorrt_version or "of unknown version"
+    found = f"TensorRT {version} from {libraries.tensorrt}"
+    return OnnxBackend.for_backend(TENSORRT), f"TensorrtExecutionProvider with {found}"
 
 
 def _cuda() -> tuple[Backend | None, str]:
     missing = _provider_missing(CUDA_PROVIDER)
     if missing:
         return None, missing
-    driver = _library_found("cuda")
-    if driver is None:
-        return None, "NVIDIA driver library libcuda not found"
-    return OnnxBackend.for_backend(CUDA), f"CUDAExecutionProvider with {driver}"
+    libraries = gpu_libs.prepare()
+    driver = gpu_libs.cuda_driver_problem()
+    if driver:
+        return None, driver
+    if not libraries.cuda_ready:
+        # the system's CUDA may still serve; the session says (its reason is recorded)
+        logger.info("CUDA libraries not preloaded: %s", libraries.cuda_note)
+    return OnnxBackend.for_backend(CUDA), f"CUDAExecutionProvider, CUDA {libraries.cuda_note}"
 
 
 def _edgetpu() -> tuple[Backend | None, str]:
@@ -97,7 +98,7 @@ def _edgetpu() -> tuple[Backend | None, str]:
     reason = backend.probe()
     if reason is not None:
         return None, reason
-    return backend, "Edge TPU delegate loaded"
+    return backend, "Edge TPU delegate loaded in a child process"
 
 
 def _litert_cpu() -> tuple[Backend | None, str]:

@@ -1,7 +1,8 @@
 """The record of ONNX variants made at provisioning, and verified access to them.
 
 ``<model cache>/onnx/variants.json`` lists each variant made by ``mirror models
-convert``: its file and sha256, the source it was made from and that source's
+convert`` (on a device: made where its bundle was built, and copied from it by
+``mirror provision``): its file and sha256, the source it was made from and that source's
 sha256, the tool and, for int8 variants, the measured landmark error. Int8
 variants that failed the accuracy gate are listed as rejected, with the reason.
 A variant is handed out only while its file matches the recorded sha256 and its
@@ -25,7 +26,10 @@ from appliance.modelstore.store import ModelStore
 logger = logging.getLogger(__name__)
 
 RECORD_FILE = "variants.json"
-CONVERT_HINT = "run `mirror models convert`"
+# on a device the variants come in its bundle (made where it is built: provisioning.onnx_steps)
+CONVERT_HINT = (
+    "run `mirror models convert` (a device: provision it from a bundle built with --profile)"
+)
 Precision = Literal["fp32", "int8"]
 
 
