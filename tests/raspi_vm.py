@@ -5,17 +5,22 @@ QEMU 9 added ``raspi4b``; Debian 12 ships QEMU 7.2, so QEMU 10 comes from Debian
 (mmdebstrap, cached in the image cache; run through ``chroot``, nothing emulated
 but the guest). The guest boots what the Pi's firmware would load from the image's
 FAT partition (``config.txt``'s kernel and initramfs, the Pi 4's own device tree,
-``cmdline.txt`` as written), with the image as its SD card, attached to the SD host
-that Debian's kernel reaches through ``sdhci_iproc`` and its regulators.
+``cmdline.txt``), with the image as its SD card, attached to the SD host that
+Debian's kernel reaches through ``sdhci_iproc`` and its regulators.
 
 What the machine cannot do (QEMU 10.0's ``bcm2838`` model): no PCIe (so no VL805
-USB and no camera), no GENET Ethernet, no HDMI block (the HDMI controllers, their
-I2C and L2 interrupt controllers and the DVP clock are unmodelled registers, and a
-kernel touching them dies with a synchronous external abort), and the firmware's
-GPIO-expander properties are not answered. QEMU itself disables its unmodelled PCIe,
-RNG, thermal and GENET nodes; :data:`NOT_EMULATED` disables the HDMI block's in a
-copy of the device tree, and the SD card's two supplies, which the expander switches,
-are made plain fixed regulators there (:func:`emulated_tree`); nothing else is changed.
+USB and no camera), no GENET Ethernet (so no address to reach the admin page from),
+no HDMI block (the HDMI controllers, their I2C and L2 interrupt controllers and the
+DVP clock are unmodelled registers, and a kernel touching them dies with a
+synchronous external abort), and the firmware's GPIO-expander properties are not
+answered. Its mini UART locked CPU 0 up when the kernel set up its interrupt, and
+its power-management block resets the machine the moment the watchdog is started.
+QEMU itself disables its unmodelled PCIe, RNG, thermal and GENET nodes;
+:data:`NOT_EMULATED` disables the HDMI block's in a copy of the device tree, and the
+SD card's two supplies, which the expander switches, are made plain fixed regulators
+there (:func:`emulated_tree`). The command line moves the serial console to the
+PL011 and leaves the watchdog's module out (:func:`emulated_cmdline`); nothing else
+is changed.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ NOT_EMULATED = {
 QEMU_PACKAGE = "qemu-system-arm"
 BUILD_TIMEOUT_S = 1800
 INSIDE = "/mnt/vm"
+MINI_UART_CONSOLE = "console=ttyS1"
+CONSOLE = "console=ttyAMA0,115200"
+WATCHDOG_MODULE = "bcm2835_wdt"
 EMMC2_BUS = "/generic-sdhci/sd-bus"  # where the work folder is seen inside the QEMU root
 
 
@@ -133,6 +141,18 @@ def _make_fixed(node: fdt.Node) -> None:
         node.set_property("regulator-min-microvolt", int(top.value))
 
 
+def emulated_cmdline(cmdline: str) -> str:
+    """The image's kernel command line with two changes for QEMU: the serial console on the
+    PL011 (``ttyAMA0``, QEMU's first serial port; last, so systemd's status goes there too),
+    not the mini UART (``ttyS1``: setting up its interrupt locked CPU 0 up, and with it the
+    SD host's interrupts), and the watchdog's
+    module left out (QEMU's power-management block resets the machine the moment the
+    watchdog is started, where the SoC counts down: systemd's RuntimeWatchdogSec rebooted
+    it in a loop 42 s into every boot)."""
+    words = [w for w in cmdline.split() if not w.startswith(f"{MINI_UART_CONSOLE},")]
+    return " ".join([*words, CONSOLE, f"modprobe.blacklist={WATCHDOG_MODULE}"])
+
+
 def _fat_file(image: Path, name: str) -> bytes:
     boot = partitions(image)[0]
     fat = f"{image}@@{boot['start'] * 512}"
@@ -148,7 +168,8 @@ class RaspiVm(Vm):
         self.qemu = qemu
         self.dtb = work / f"{name}.dtb"
         self.dtb.write_bytes(emulated_tree(_fat_file(image, "bcm2711-rpi-4-b.dtb")))
-        self.cmdline = _fat_file(image, "cmdline.txt").decode().strip()
+        self.written_cmdline = _fat_file(image, "cmdline.txt").decode().strip()
+        self.cmdline = emulated_cmdline(self.written_cmdline)
         size = image.stat().st_size  # QEMU's SD card is a power of two in size
         with image.open("r+b") as disk:
             disk.truncate(1 << (size - 1).bit_length())
@@ -159,10 +180,6 @@ class RaspiVm(Vm):
         qemu = [
             "qemu-system-aarch64",
             "-M", "raspi4b",
-            # one host thread runs the four vCPUs in turn: with one each on a 2-core host,
-            # the vCPU that takes the SD host's interrupt was starved (RCU stalls, then
-            # "mmc1: Timeout waiting for hardware interrupt" and a read-only root)
-            "-accel", "tcg,thread=single",
             "-kernel", inside + self.kernel.name,
             "-initrd", inside + self.initrd.name,
             "-dtb", inside + self.dtb.name,
@@ -172,8 +189,8 @@ class RaspiVm(Vm):
             "-drive", f"file={inside}{self.image.name},if=none,format=raw,id=card",
             "-device", f"sd-card,drive=card,bus={EMMC2_BUS}",
             "-display", "none",
-            "-serial", f"file:{inside}{self.serial.name}-uart0",  # PL011 (ttyAMA0)
-            "-serial", f"file:{inside}{self.serial.name}",  # the mini UART: ttyS1, the console
+            "-serial", f"file:{inside}{self.serial.name}",  # PL011 (ttyAMA0): the console
+            "-serial", "null",  # the mini UART (ttyS1)
             "-monitor", f"unix:{inside}{self.monitor.name},server,nowait",
         ]  # fmt: skip
         mounts = (

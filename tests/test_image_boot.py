@@ -15,7 +15,7 @@ CPU): after the password change the service is READY and stays up with no restar
 screen shows the mirror with the AI-generated label, and a stalled service is
 restarted by systemd's watchdog. A last copy boots on QEMU's ``raspi4b`` machine, with the
 Pi 4's own device tree and the image as its SD card, as far as that machine goes (the root
-mounted from the SD card, systemd started; see tests/raspi_vm.py for what it cannot do).
+mounted from the SD card, the service READY; see tests/raspi_vm.py for what it cannot do).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ pytestmark = pytest.mark.skipif(
 PROFILE = "rpi4-cpu"
 TOOLS = ("mmdebstrap", "genimage", "mcopy", "mkdosfs", "debugfs", "sfdisk", "qemu-system-aarch64")
 BOOT_S = 600
+RASPI_READY_S = 1200  # raspi4b under TCG: the service's first start took 3-7 minutes
 GROW = 512 * 1024 * 1024
 SECRETS = ("/var/lib/mirror/web/auth.json", "/var/lib/mirror/web/secret_key", "/etc/machine-id")
 PASSWORD_LINE = "admin password (first start"
@@ -355,21 +356,25 @@ def _reboot_with_camera_and_stall(
 
 def test_the_image_boots_qemus_raspi4b_from_its_sd_card(image: Path, tmp_path: Path) -> None:
     """The closest QEMU comes to a Pi 4 (``raspi4b``, QEMU 10 from Debian 13): the image's own
-    kernel, initramfs, Pi 4 device tree and ``cmdline.txt``, the image as the SD card in the
-    Pi 4's own slot (EMMC2). The initramfs must bind the SD host and the regulators that
-    power it (``sdhci_iproc``, ``fixed``) and mount the root by its label, then systemd
-    starts. Past that QEMU's SD host loses interrupts (tests/raspi_vm.py): the service
-    itself is checked on the ``virt`` machine above."""
+    kernel, initramfs and Pi 4 device tree, its ``cmdline.txt`` (the console moved to the
+    PL011, the watchdog's module left out: tests/raspi_vm.py), the image as the SD card in
+    the Pi 4's own slot (EMMC2). The initramfs must bind the SD host and the regulators that
+    power it (``sdhci_iproc``, ``fixed``) and mount the root by its label; cfg80211 finds
+    the regulatory database; the mirror service, with no camera, screen or network there,
+    starts and says READY."""
     qemu = qemu_root(tmp_path / "qemu-root.log")
     disk = tmp_path / "pi.img"
     subprocess.run(["cp", "--sparse=always", str(image), str(disk)], check=True)
     vm = RaspiVm(disk, tmp_path, "pi4", qemu)
-    assert "root=LABEL=RASPIROOT" in vm.cmdline and "video=HDMI-A-1:1280x720@60" in vm.cmdline
+    written = vm.written_cmdline
+    assert "root=LABEL=RASPIROOT" in written and "video=HDMI-A-1:1280x720@60" in written
     vm.start()
     try:
         mounted = vm.wait_console(r"EXT4-fs \(mmcblk\d+p2\): mounted filesystem", BOOT_S)
         assert mounted, vm.console()[-3000:]
-        assert vm.wait_console(r"systemd\[1\]: systemd \d+", BOOT_S), vm.console()[-3000:]
+        ready = vm.wait_console(r"Started .*mirror\.service.* - Face-swap mirror", RASPI_READY_S)
+        assert ready, vm.console()[-3000:]
+        assert vm.wait_console(r"Reached target .*Multi-User System", BOOT_S), vm.console()[-3000:]
     finally:
         vm.power_off()
     console = vm.console()
@@ -378,3 +383,4 @@ def test_the_image_boots_qemus_raspi4b_from_its_sd_card(image: Path, tmp_path: P
     host = emmc2.group(1)
     assert re.search(rf"mmcblk\d+: {host}:\w+ QEMU", console), console[-3000:]
     assert f"Kernel command line: {vm.cmdline}" in console
+    assert "firmware: direct-loading firmware regulatory.db" in console  # wireless-regdb
