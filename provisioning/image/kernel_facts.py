@@ -54,10 +54,6 @@ class KernelFacts:
             if pattern.startswith(OF_PREFIX):
                 self._of.setdefault(pattern[len(OF_PREFIX) :].removesuffix("C*"), module)
 
-    @property
-    def modules(self) -> set[str]:
-        return set(self.deps)
-
     def driver(self, compatibles: tuple[str, ...]) -> Driver | None:
         """The driver that binds a node listing ``compatibles`` (most specific first)."""
         for compat in compatibles:
