@@ -125,27 +125,25 @@ def _make_venv(context: _Context, action: Action) -> None:
 
 
 def _run_live(context: _Context, action: Action) -> None:
-    env = shell_for(context.plan.layout).env()
-    for argv in action.commands:
-        result = context.runner(argv, env)
-        if result.returncode != 0:
-            logger.warning("%s failed: %s", " ".join(argv), result.last_line())
-            note = f"{' '.join(argv)} failed ({result.last_line()}): done at the next boot"
-            context.report.deferred.append(note)
-            return
+    _run_commands(context, action, "done at the next boot")
 
 
 def _install_package(context: _Context, action: Action) -> None:
     """``dpkg -i`` of a vendor package; a failure is reported with its mend, not fatal."""
+    mend = f"install its dependencies (apt-get install -f) and run it again; {CPU_MEANWHILE}"
+    _run_commands(context, action, mend)
+
+
+def _run_commands(context: _Context, action: Action, mend: str) -> None:
+    """Run the action's commands in turn; the first that fails stops them and is reported,
+    with ``mend``, as deferred (not fatal)."""
     env = shell_for(context.plan.layout).env()
     for argv in action.commands:
         result = context.runner(argv, env)
         if result.returncode != 0:
-            logger.warning("%s failed: %s", " ".join(argv), result.last_line())
-            context.report.deferred.append(
-                f"{' '.join(argv)} failed ({result.last_line()}): install its dependencies "
-                f"(apt-get install -f) and run it again; {CPU_MEANWHILE}"
-            )
+            said = result.last_line()
+            logger.warning("%s failed: %s", " ".join(argv), said)
+            context.report.deferred.append(f"{' '.join(argv)} failed ({said}): {mend}")
             return
 
 
