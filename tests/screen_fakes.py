@@ -1,4 +1,5 @@
-"""A faked screen device tree for tests: ``ROOT/dev/fb0`` and ``ROOT/sys/class/graphics/fb0``.
+"""A faked screen device tree for tests: ``ROOT/dev/fb0`` and ``ROOT/sys/class/graphics/fb0``;
+and ``Recorder``, a sink that keeps what it is shown.
 
 The device is a regular file, so it answers no framebuffer ioctl (ENOTTY) and
 the sink reads its geometry from the faked sysfs, as on a driver without the
@@ -12,7 +13,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
+from appliance.media.frames import Frame
+from appliance.media.sink_base import FrameSink
+
 FILL = 0xAA  # what a new framebuffer holds before anything is drawn
+
+
+class Recorder(FrameSink):
+    """A sink that keeps a copy of every image it is handed (a screen seen from outside)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[np.ndarray] = []
+
+    def _write(self, frame: Frame) -> None:
+        self.images.append(frame.image.copy())
 
 
 def fb_paths(root: Path, name: str = "fb0") -> tuple[Path, Path]:

@@ -14,18 +14,9 @@ import pytest
 from appliance.media.display_screens import CameraLostScreen, FirstBootScreen, one_time_password
 from appliance.media.frames import Frame
 from appliance.media.overlays import Overlays
-from appliance.media.sink_base import FrameSink
 from appliance.modelstore import ModelStore
+from tests.screen_fakes import Recorder
 from tests.waiting import wait_for
-
-
-class Recorder(FrameSink):
-    def __init__(self) -> None:
-        super().__init__()
-        self.images: list[np.ndarray] = []
-
-    def _write(self, frame: Frame) -> None:
-        self.images.append(frame.image.copy())
 
 
 @pytest.fixture

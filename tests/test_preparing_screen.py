@@ -19,27 +19,17 @@ from appliance.inference import gpu_libs, trt_cache
 from appliance.inference.engine_builds import engines_to_build
 from appliance.inference.onnx_backend import OnnxBackend, trt_cache_dir
 from appliance.inference.runtime_models import RoleChoice
-from appliance.media.frames import Frame
 from appliance.media.overlays import Overlays
 from appliance.media.preparing_screen import PreparingScreen
-from appliance.media.sink_base import FrameSink
 from appliance.modelstore import ModelStore
 from appliance.modelstore.hashing import sha256_file
 from appliance.modelstore.onnx_variants import OnnxVariants
 from appliance.tools.convert import convert_models
+from tests.screen_fakes import Recorder
 from tests.waiting import wait_for
 
 GPU_PROVIDERS = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 TRT = "10.16.1"
-
-
-class Recorder(FrameSink):
-    def __init__(self) -> None:
-        super().__init__()
-        self.images: list[np.ndarray] = []
-
-    def _write(self, frame: Frame) -> None:
-        self.images.append(frame.image.copy())
 
 
 @pytest.fixture
