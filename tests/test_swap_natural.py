@@ -313,3 +313,34 @@ def test_drawn_iris_at_the_photos_gaze_looks_like_the_photo(
         cv2.fillPoly(opening, [np.round(uv[list(ring), :2]).astype(np.int32)], 255)
         difference = np.abs(drawn.astype(np.float32) - photo.astype(np.float32))
         assert float(difference[opening > 0].mean()) < limit
+
+
+TURNED_FRAME = 265  # expressive_woman.mp4: turned 22 degrees, the far cheek narrow
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["turned", "turned-mirrored"])
+def test_turned_photo_far_side_is_filled_from_the_near_side(
+    analyzer: FaceAnalyzer, flip: bool
+) -> None:
+    """The far side of a turned photo is drawn from its near side, mirrored: whole and of
+    the near side's colour. (The mirrored samples once came from the partner triangle's
+    map evaluated at this triangle's place, not flipped: off the photo or on the wall,
+    refused as not skin; half the face showed the visitor's own.)"""
+    photo = media_frames("expressive_woman.mp4", TURNED_FRAME + 1)[TURNED_FRAME]
+    if flip:
+        photo = np.ascontiguousarray(photo[:, ::-1])
+    identity = enroll(photo, analyzer)
+    done = identity.completed
+    assert done is not None and abs(yaw_degrees_of(identity.points)) > 15
+    tex = done.texture_bgra
+    ids = symmetry._ids(done.uv, identity.triangles, (tex.shape[1], tex.shape[0]))
+    far_tris = done.mirrored > 0.5
+    far = (ids > 0) & far_tris[np.maximum(ids - 1, 0)]
+    near = (ids > 0) & (done.mirrored < 0.05)[np.maximum(ids - 1, 0)] & (tex[..., 3] > 200)
+    assert far.mean() > 0.05  # a good part of the face is filled
+    assert float(tex[..., 3][far].mean()) > 0.7 * 255  # whole (was 0.35): not the visitor's own
+    lab = cv2.cvtColor(np.ascontiguousarray(tex[..., :3]), cv2.COLOR_BGR2LAB).astype(np.float32)
+    shown = tex[..., 3] > 128
+    far_ab = np.median(lab[far & shown][:, 1:], axis=0)
+    near_ab = np.median(lab[near][:, 1:], axis=0)
+    assert float(np.linalg.norm(far_ab - near_ab)) < 4.0, (far_ab, near_ab)

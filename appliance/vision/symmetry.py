@@ -116,12 +116,19 @@ def _ids(uv: FloatArray, tris: IntArray, size: tuple[int, int]) -> npt.NDArray[n
 
 
 def _map(
-    uv: FloatArray, src: FloatArray, tris: IntArray, ids: npt.NDArray[np.int32]
+    uv: FloatArray,
+    src: FloatArray,
+    tris: IntArray,
+    ids: npt.NDArray[np.int32],
+    src_tris: IntArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """Per pixel of the uv layout, the photo coordinates through its triangle's affine."""
+    """Per pixel of the uv layout (triangles ``tris``), the photo coordinates through the
+    affine that takes each triangle onto ``src_tris``' triangle in the photo (the same
+    triangle when None; its mirror partner for the mirrored side, a flip)."""
     dst = np.concatenate([uv[tris].astype(np.float64), np.ones((len(tris), 3, 1))], axis=2)
     dst[np.abs(np.linalg.det(dst)) < 1e-9] += np.eye(3) * 1e-3
-    affine = np.linalg.solve(dst, src[tris].astype(np.float64)).astype(np.float32)
+    corners = src[tris if src_tris is None else src_tris].astype(np.float64)
+    affine = np.linalg.solve(dst, corners).astype(np.float32)
     map_x = np.full(ids.shape, -1.0, np.float32)
     map_y = np.full(ids.shape, -1.0, np.float32)
     ys, xs = np.nonzero(ids)
@@ -163,7 +170,7 @@ def complete(
     share = (share * np.clip(poorly, 0.0, 1.0)).astype(np.float32)
     ids = _ids(uv, tris, size)
     own = _sample(texture_bgra, _map(uv, photo, tris, ids))
-    other = _sample(texture_bgra, _map(uv, photo, mirror_tris, ids))
+    other = _sample(texture_bgra, _map(uv, photo, tris, ids, mirror_tris))
     inside = ids > 0
     per_pixel = np.where(inside, share[ids - 1], 0.0).astype(np.float32)
     # triangle by triangle the shares are noisy (a patchwork of own and mirrored
