@@ -124,7 +124,10 @@ class FrameProcessor:
             smoothing=smoothing,
         )
         self.max_height: int | None = None  # process frames taller than this scaled down
-        self.shaper = ShapeTransfer(swapper.settings.shape_transfer)
+        expressions = None if analyzer.expressions is None else analyzer.expressions.load()
+        self.shaper = ShapeTransfer(
+            swapper.settings.shape_transfer, scores=None if expressions is None else expressions.run
+        )
         self.liveness = LivenessStage(liveness, labeler)
         self.tracker.watching = self.liveness.watching  # faces not yet LIVE: full landmarks
         # faces after the first are swapped in helper processes (``swap_helper``) where

@@ -14,12 +14,14 @@ import numpy.typing as npt
 from appliance.errors import ModelHashError, ModelMissingError
 from appliance.inference.base import Backend, Threaded
 from appliance.modelstore import ModelStore
+from appliance.vision.blendshapes import LazyBlendshapes
 from appliance.vision.detector import FaceDetector
 from appliance.vision.face_pool import ALONE, CALLER, usable_cpus
 from appliance.vision.hands import Hand, LazyHands
 from appliance.vision.landmarks import PRESENCE_THRESHOLD, LandmarkModel
 from appliance.vision.light_landmarks import LightLandmarkModel
 from appliance.vision.roi import roi_from_detection, roi_from_landmarks
+from appliance.vision.segmentation import LazyFaceParser
 from appliance.vision.tile_scan import TileScan, merge
 from appliance.vision.types import Detection, FaceLandmarks
 
@@ -75,6 +77,10 @@ class FaceAnalyzer:
     # turns: one face's landmarks a frame (each every third frame), coasting on its last
     # motion in between (the ladder's last level, from the first frame): ``auto``
     crowds: bool = False
+    # the photo's expression at enrolment (``neutralise``); None: not read
+    expressions: LazyBlendshapes | None = None
+    # what covers the face in identity photos: hair, a hand, an object (``segmentation``)
+    parser: LazyFaceParser | None = None
     _workers: dict[int, LandmarkModel] = field(default_factory=dict, repr=False)
     _lone: LandmarkModel | None = field(default=None, repr=False)  # see landmarks_on
     _light: dict[int, LightLandmarkModel] = field(default_factory=dict, repr=False)
@@ -183,7 +189,10 @@ class FaceAnalyzer:
             landmarks == "light" or (landmarks == "auto" and usable_cpus() == 1)
         )
         crowds = light is not None and landmarks == "auto"
-        return cls(detector, mesh, verifier, backend, tiles, hands, light, always, crowds)
+        analyzer = cls(detector, mesh, verifier, backend, tiles, hands, light, always, crowds)
+        analyzer.expressions = LazyBlendshapes(store, backend)
+        analyzer.parser = LazyFaceParser(store)
+        return analyzer
 
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Detection]:
         """Every confirmed face."""

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from appliance.inference.base import Model
+from appliance.errors import ModelHashError, ModelMissingError
+from appliance.inference.base import Backend, Model
+from appliance.modelstore import ModelStore
 from appliance.vision.mesh import BLENDSHAPE_LANDMARKS, BLENDSHAPE_NAMES
 from appliance.vision.types import FloatArray
 
+logger = logging.getLogger(__name__)
+
 _INDEX = np.array(BLENDSHAPE_LANDMARKS)
+MODEL = "face_blendshapes"
 
 
 class BlendshapeModel:
@@ -22,3 +29,24 @@ class BlendshapeModel:
         selected = points[_INDEX, :2].astype(np.float32)[None]
         scores = self.model.run([selected])[0].reshape(-1)
         return {name: float(v) for name, v in zip(BLENDSHAPE_NAMES, scores, strict=True)}
+
+
+class LazyBlendshapes:
+    """The store's blendshape model, loaded on first use (enrolment only: the runtime
+    never needs it). Without the model file no scores are read, and the log says why
+    once."""
+
+    def __init__(self, store: ModelStore, backend: Backend) -> None:
+        self.store = store
+        self.backend = backend
+        self._model: BlendshapeModel | None = None
+        self._missing = False
+
+    def load(self) -> BlendshapeModel | None:
+        if self._model is None and not self._missing:
+            try:
+                self._model = BlendshapeModel(self.backend.load(self.store.path(MODEL)))
+            except (ModelMissingError, ModelHashError) as exc:
+                logger.warning("identity expressions are not read: %s", exc)
+                self._missing = True
+        return self._model

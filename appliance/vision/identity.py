@@ -23,8 +23,9 @@ from appliance.vision.neutral import (
     face_height,
     mouth_gap,
 )
-from appliance.vision.occlusion import occluders
+from appliance.vision.neutralise import neutralise
 from appliance.vision.pixel_limit import READABLE, check_image_file
+from appliance.vision.segmentation import not_face
 from appliance.vision.symmetry import Completed, complete
 from appliance.vision.triangulation import IntArray, delaunay, swap_mesh
 from appliance.vision.types import FloatArray
@@ -48,7 +49,8 @@ class Identity:
     texture: npt.NDArray[np.uint8]
     points: FloatArray  # (478, 3)
     triangles: IntArray  # (T, 3)
-    shape: FloatArray  # (478, 3): ``points`` with the mouth closed, the base for reshaping
+    shape: FloatArray  # (478, 3): ``points`` with the mouth closed and the held expression
+    # taken out (``neutral_shape``): the base for reshaping
     mouth_open: bool = False  # photographed with an open mouth: its lips are not used
     # texture plus alpha: 0 where something covers the identity's face in the photo
     # (a fringe of hair, a hand), so the swap never pastes it onto the visitor
@@ -108,21 +110,30 @@ def enroll(
     texture, points, (offset, scale) = _texture_crop(image, face.points)
     logger.info("enrolled %s: face %.0f px between the eyes", name, eye_dist)
     triangles = delaunay(lips_apart(points), swap_mesh(points))
-    held = hand_mask(texture.shape, analyzer.hands_in(image), offset, scale)
+    placed = (offset, scale)
+    covered = _covered(image, face.points, points, texture.shape, placed, analyzer=analyzer)
     # the irises are cut from the photo itself, so the completion mirrors bare eyes
-    bare, irises = cut_irises(_with_alpha(texture, points, held), points[:, :2])
+    bare, irises = cut_irises(_with_alpha(texture, covered), points[:, :2])
     completed = complete(bare, points, triangles, MAX_TEXTURE_SIDE)
     return Identity(
         name=name,
         texture=texture,
         points=points,
         triangles=triangles,
-        shape=close_mouth(points),
+        shape=neutral_shape(points, analyzer),
         mouth_open=mouth_gap(points) >= CLOSED_GAP,
         texture_bgra=completed.texture_bgra,
         completed=completed,
         irises=irises,
     )
+
+
+def neutral_shape(points: FloatArray, analyzer: FaceAnalyzer) -> FloatArray:
+    """The identity's mesh with the mouth closed and, where the blendshape model can be
+    read, the photo's held expression (brows, mouth corners) taken out."""
+    closed = close_mouth(points)
+    model = None if analyzer.expressions is None else analyzer.expressions.load()
+    return closed if model is None else neutralise(closed, model.run)
 
 
 def lips_apart(points: FloatArray) -> FloatArray:
@@ -151,12 +162,32 @@ def lips_apart(points: FloatArray) -> FloatArray:
     return out
 
 
-def _with_alpha(
-    texture: npt.NDArray[np.uint8], points: FloatArray, held: npt.NDArray[np.uint8]
+def _covered(
+    image: npt.NDArray[np.uint8],
+    photo_points: FloatArray,
+    points: FloatArray,
+    shape: tuple[int, ...],
+    placed: tuple[tuple[float, float], float],
+    *,
+    analyzer: FaceAnalyzer,
 ) -> npt.NDArray[np.uint8]:
-    """The texture with an alpha channel that hides what covers the face in the photo
-    (what the occluder test finds, and ``held``: the photo's hands)."""
-    covered = np.maximum(occluders(texture, points), held)
+    """255 where something covers the face in the photo, in the pixels of the texture
+    crop (``shape``, ``points``; at ``placed``: its corner in the photo, its scale): what
+    the face-parsing model finds is not the face (hair, a hand or an object, a hat), and
+    the hands the hand models find (a hand of the face's own colour)."""
+    offset, scale = placed
+    held = hand_mask(shape, analyzer.hands_in(image), offset, scale)
+    if analyzer.parser is None:  # an analyzer built without a model store
+        return held
+    classes = analyzer.parser.load().classes(image, photo_points, shape, offset, scale)
+    return np.maximum(not_face(classes, points), held)
+
+
+def _with_alpha(
+    texture: npt.NDArray[np.uint8], covered: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.uint8]:
+    """The texture with an alpha channel that hides ``covered``: what covers the face in
+    the photo."""
     if covered.any():
         logger.info(
             "identity photo: %.0f%% of the texture is covered (hair, a hand); not used",

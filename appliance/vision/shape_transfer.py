@@ -26,6 +26,7 @@ import logging
 import cv2
 import numpy as np
 
+from appliance.vision.eyelids import scale_lids
 from appliance.vision.identity import Identity
 from appliance.vision.mesh import (
     FACE_OVAL,
@@ -34,6 +35,7 @@ from appliance.vision.mesh import (
     RIGHT_EYE_EAR,
 )
 from appliance.vision.neutral import UPPER_INNER, close_mouth, face_height, mouth_gap
+from appliance.vision.neutralise import Scores, expressive_weight, neutralise
 from appliance.vision.pose3d import F64, RIGID_POINTS, Similarity, similarity
 from appliance.vision.types import FloatArray
 
@@ -136,19 +138,27 @@ def head_pose(identity: Identity, visitor: FloatArray) -> Similarity:
 
 class NeutralMesh:
     """One followed face's neutral mesh in the identity's frame (kept with the track,
-    ``appliance.vision.face_state``): its first look with the mouth closed, then eased
-    towards each frame that looks neutral."""
+    ``appliance.vision.face_state``): its first look with the mouth closed and, given
+    the blendshape model, its held expression taken out (``neutralise``: a visitor
+    who arrives smiling keeps the smile on the swapped face), then eased towards each
+    frame that looks neutral, except at the brows and the mouth's corners (a smile
+    with closed lips looks neutral to the mouth's gap)."""
 
     def __init__(self) -> None:
         self.mesh: F64 | None = None
+        self._settled: F64 | None = None  # per point: how much the easing moves it
 
-    def update(self, seen: F64, visitor: FloatArray) -> F64:
+    def update(self, seen: F64, visitor: FloatArray, scores: Scores | None = None) -> F64:
         """The neutral mesh after this frame's ``seen`` mesh (``visitor``: in image pixels)."""
         neutral = self.mesh
         if neutral is None:  # a first look: take it, with the mouth closed, as neutral
-            neutral = close_mouth(seen.astype(np.float32)).astype(np.float64)
-        elif looks_neutral(visitor):
-            neutral = neutral + NEUTRAL_RATE * (seen - neutral)
+            closed = close_mouth(seen.astype(np.float32))
+            if scores is not None:
+                closed = neutralise(closed, scores)
+            neutral = closed.astype(np.float64)
+            self._settled = NEUTRAL_RATE * (1.0 - expressive_weight(closed))
+        elif looks_neutral(visitor) and self._settled is not None:
+            neutral = neutral + self._settled[:, None] * (seen - neutral)
         self.mesh = neutral
         return neutral
 
@@ -156,9 +166,12 @@ class NeutralMesh:
 class ShapeTransfer:
     """Target meshes for followed faces (each face's neutral mesh is kept with its track)."""
 
-    def __init__(self, strength: float = 1.0, outline_band: float = 0.12) -> None:
+    def __init__(
+        self, strength: float = 1.0, outline_band: float = 0.12, scores: Scores | None = None
+    ) -> None:
         self.strength = strength
         self.outline_band = outline_band
+        self.scores = scores  # the blendshape model: a new face's held expression is read
         self._cached: tuple[Identity, F64, F64] | None = None  # identity, weights, base
 
     def target(
@@ -177,9 +190,9 @@ class ShapeTransfer:
         """
         pose = pose or head_pose(identity, visitor)
         seen = pose.invert(visitor)  # the visitor's mesh in the identity's frame
-        rest = neutral.update(seen, visitor)
+        rest = neutral.update(seen, visitor, self.scores)
         outline, base = self._prepared(identity)
-        shaped = pose.apply(base + (seen - rest))
+        shaped = pose.apply(scale_lids(base + (seen - rest), base, seen, rest))
         weights = outline * (self.strength * amount)
         out = visitor + weights[:, None] * (shaped - visitor)
         return out.astype(np.float32)
