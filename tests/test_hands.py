@@ -81,7 +81,9 @@ def test_the_mask_covers_the_fingers_and_grows_with_the_hand() -> None:
 def test_the_hand_is_not_carried_into_the_texture(analyzer: FaceAnalyzer, flip: bool) -> None:
     """The lower half of the far cheek (where her hand is) in the completed texture: its
     strongest edges (95th percentile of the gradient) were 1.31-1.39x the near cheek's
-    without the hand models (finger edges), now under it (0.52-0.64x)."""
+    without the hand models (finger edges), now under it (0.52-0.64x). The face-parsing
+    model is left out here: it finds most of the fingers too (``test_segmentation``)."""
+    analyzer = dataclasses.replace(analyzer, parser=None)
     without = dataclasses.replace(analyzer, hands=None)
     ratios = []
     for which in (without, analyzer):

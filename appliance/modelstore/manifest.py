@@ -29,6 +29,15 @@ class PackageSpec(_Strict):
     container_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     platforms: tuple[str, ...] = ()
     python_version: str | None = None
+    # the package publishes no wheel: its source archive is downloaded instead (pip
+    # reads its metadata; no platform can be named for a source archive)
+    sdist: bool = False
+
+    @model_validator(mode="after")
+    def _sdist_has_no_platform(self) -> PackageSpec:
+        if self.sdist and (self.platforms or self.python_version):
+            raise ValueError("a source archive (sdist) takes no platforms or python_version")
+        return self
 
 
 class Entry(_Strict):
