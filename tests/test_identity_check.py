@@ -58,7 +58,7 @@ def test_the_embedded_photos_are_good_on_every_check(
     result = checker.assess(image)
     assert result.verdict == "good", result.as_dict()
     assert set(verdicts(result)) == {
-        "faces", "size", "yaw", "pitch", "roll", "eyes", "mouth",
+        "faces", "size", "yaw", "pitch", "roll", "eyes", "mouth", "expression",
         "sharpness", "exposure", "lighting", "occlusion",
     }  # fmt: skip
     assert result.hints() == []
@@ -251,7 +251,7 @@ def test_cli_check_prints_every_check_and_exits_0(store: ModelStore) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[0].endswith(": good")
-    assert len(lines) == 12
+    assert len(lines) == 13
     assert any("head turn" in ln for ln in lines)
     proc = mirror("identity", "check", store.path("astronaut"), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -334,3 +334,14 @@ def test_an_upload_the_check_refuses_is_not_stored(client: FlaskClient, mirror: 
     assert response.status_code == 400
     assert "The face is too small" in response.text or "No face found" in response.text
     assert mirror.library.names() == []
+
+
+def test_a_strong_frown_gets_a_hint(checker: IdentityChecker) -> None:
+    """The swap takes a smile or raised brows out of the identity's shape, not a lowered
+    brow (it is how many people look): a strong frown is named instead."""
+    frown = checker.assess(video_frame("expressive_woman.mp4", 265))
+    (finding,) = [f for f in frown.findings if f.check == "expression"]
+    assert finding.verdict == "usable" and "frown" in finding.message
+    assert frown.measures["frown"] > 0.6
+    man = checker.assess(cv2.imread(str(shared_media("portrait_man_mouth_open.jpg"))))
+    assert "expression" not in only_hints(man)  # brows low (0.53), not a frown to name

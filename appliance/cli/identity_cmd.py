@@ -30,6 +30,7 @@ CHECK_NAMES = {
     "roll": "head tilt",
     "eyes": "eyes",
     "mouth": "mouth",
+    "expression": "expression",
     "sharpness": "sharpness",
     "exposure": "exposure",
     "lighting": "lighting",

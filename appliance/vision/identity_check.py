@@ -22,6 +22,10 @@ darkened and side-lit versions of them, and frames of the shared videos
   open eyes under 0.25).
 - mouth: ``jawOpen`` over 0.35 is open (the open-mouthed portrait 0.91; smiles
   with teeth 0.02-0.19 are fine).
+- expression: a smile or raised brows are taken out of the identity's shape at
+  enrolment (``neutralise``); a lowered brow is not (it is how many people look),
+  so ``browDownLeft/Right`` over 0.6 is a hint (the frowning, turned frame 265 of
+  ``expressive_woman.mp4`` 0.81; the shared portraits up to 0.53).
 - sharpness (variance of the Laplacian with the face scaled to 64 px between the
   eyes): under 25 a hint. Photos measure 40-1630; Grace Hopper blurred with a
   Gaussian of 3 px (1.6 px at that scale) 43, of 5 px 17.
@@ -76,6 +80,7 @@ MAX_PITCH_DEG = 20.0
 MAX_ROLL_DEG = 20.0
 EYE_CLOSED_SCORE = 0.5
 MOUTH_OPEN_SCORE = 0.35
+FROWN_SCORE = 0.6
 MIN_SHARPNESS = 25.0
 DARK_LUMA = 60.0
 BRIGHT_LUMA = 220.0
@@ -181,6 +186,7 @@ class IdentityChecker:
             _roll(pose.roll),
             _eyes(scores["eyeBlinkRight"], scores["eyeBlinkLeft"]),
             _mouth(scores["jawOpen"]),
+            _frown(max(scores["browDownLeft"], scores["browDownRight"])),
             _sharpness(detail),
             _exposure(lit.median, lit.clipped),
             _evenness(lit),
@@ -194,6 +200,7 @@ class IdentityChecker:
             "eye_closed_right": scores["eyeBlinkRight"],
             "eye_closed_left": scores["eyeBlinkLeft"],
             "mouth_open": scores["jawOpen"],
+            "frown": max(scores["browDownLeft"], scores["browDownRight"]),
             "sharpness": detail,
             "face_luma": lit.median,
             "clipped": lit.clipped,
@@ -269,6 +276,16 @@ def _mouth(jaw_open: float) -> Finding:
         )
         return Finding("mouth", "usable", text, jaw_open)
     return Finding("mouth", "good", "the mouth is closed", jaw_open)
+
+
+def _frown(brow_down: float) -> Finding:
+    if brow_down > FROWN_SCORE:
+        text = (
+            "the brows are drawn down (a frown): the swap keeps the brows as photographed, "
+            "so every visitor would frown; a relaxed face works best"
+        )
+        return Finding("expression", "usable", text, brow_down)
+    return Finding("expression", "good", "the face is relaxed", brow_down)
 
 
 def _sharpness(detail: float) -> Finding:
