@@ -80,8 +80,9 @@ def test_the_mask_covers_the_fingers_and_grows_with_the_hand() -> None:
 @pytest.mark.parametrize("flip", [False, True], ids=["turned", "turned-mirrored"])
 def test_the_hand_is_not_carried_into_the_texture(analyzer: FaceAnalyzer, flip: bool) -> None:
     """The lower half of the far cheek (where her hand is) in the completed texture: its
-    strongest edges (95th percentile of the gradient) were 1.31-1.39x the near cheek's
-    without the hand models (finger edges), now under it (0.52-0.64x). The face-parsing
+    strongest edges (95th percentile of the gradient) are 1.21-1.27x the near cheek's
+    without the hand models (finger edges); with them the near cheek, mirrored, fills
+    it (0.93-1.04x; 0.52-0.64x when the mirrored side was sampled unflipped). The face-parsing
     model is left out here: it finds most of the fingers too (``test_segmentation``)."""
     analyzer = dataclasses.replace(analyzer, parser=None)
     without = dataclasses.replace(analyzer, hands=None)
@@ -97,7 +98,7 @@ def test_the_hand_is_not_carried_into_the_texture(analyzer: FaceAnalyzer, flip: 
         far, near = (used & left, used & ~left) if not flip else (used & ~left, used & left)
         ratios.append(np.percentile(gradient[far], 95) / np.percentile(gradient[near], 95))
     assert ratios[0] > 1.2  # the streaks the hand models take away
-    assert ratios[1] < 0.9, ratios
+    assert ratios[1] < 1.1, ratios
 
 
 def test_without_the_hand_models_enrolment_goes_on_and_says_why(
