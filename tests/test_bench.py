@@ -18,6 +18,7 @@ import pytest
 
 from appliance.cli import bench_cmd
 from appliance.config import Settings
+from appliance.eval.report import EXPRESSION_BLENDSHAPES
 from appliance.media.source_base import FrameTimeoutError
 from appliance.modelstore import ModelStore
 from appliance.paths import REPO_ROOT
@@ -157,7 +158,8 @@ def test_bench_compares_naive_loop_and_pipeline(tmp_path: Path) -> None:
     assert "bench: load average (1 min) " in proc.stdout
     assert "`mirror bench --frames 12 --fps 30.0 --sizes 320x240 --faces 1,3" in text
     assert "--repeat 2`" in text
-    assert text.count("| demo | 320x240 |") == 4 and "## Targets" in text
+    timings = text.split("## Quality")[0]  # the quality rows (30 frames of the clip) follow
+    assert timings.count("| demo | 320x240 |") == 4 and "## Targets" in timings
     assert "| relight p50 / p95 ms | detail p50 / p95 ms |" in text
     assert "relight p50/p95" in proc.stdout
     assert "using the demo camera" in proc.stdout
@@ -218,6 +220,7 @@ def test_bench_markdown_defaults_to_docs_benchmarks_md() -> None:
         ("--sizes", "big", "size"),
         ("--frames", "0", "--frames"),
         ("--repeat", "0", "--repeat"),
+        ("--quality-frames", "-1", "--quality-frames"),
     ],
 )
 def test_bench_bad_option_is_one_line(option: str, value: str, needle: str) -> None:
@@ -426,10 +429,11 @@ def test_bench_group_case_and_per_thread_cpu_in_the_figures(tmp_path: Path) -> N
     out = tmp_path / "out.json"
     proc = mirror(
         "bench", "--frames", "10", "--sizes", "640x480", "--faces", "group", "--repeat", "1",
-        "--media", tmp_path / "no-media", "--json", out,
+        "--media", tmp_path / "no-media", "--json", out, "--quality-frames", "0",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
+    assert data["quality"] == [] and "quality of" not in proc.stdout  # --quality-frames 0
     assert {(r["clip"], r["faces"]) for r in data["results"]} == {("demo (group)", 3)}
     for run in data["results"]:
         threads = run["thread_cpu_ms"]
@@ -437,3 +441,33 @@ def test_bench_group_case_and_per_thread_cpu_in_the_figures(tmp_path: Path) -> N
         assert threads[main] > 0 and next(iter(threads)) == main
         assert "faces_median" in run and "settled_fps" in run
     assert "CPU % by thread" in proc.stdout and "of " in proc.stdout.split("targets")[-1]
+
+
+# ---- the quality rows: the timed swap measured as `mirror eval` does ------------------------
+
+
+def test_bench_quality_rows_measure_the_one_face_swap(tmp_path: Path) -> None:
+    """After the timings, each clip's 1-face swap (here the 3-face case only was timed)
+    over its first frames: the artefact figures and the worst blendshape amplitude,
+    printed, in the JSON and on the Markdown page; no recogniser needed."""
+    out, page = tmp_path / "out.json", tmp_path / "benchmarks.md"
+    proc = mirror(
+        "bench", "--frames", "8", "--sizes", "320x240", "--faces", "3", "--repeat", "1",
+        "--media", tmp_path / "no-media", "--quality-frames", "5", "--json", out,
+        "--markdown", page,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.split("quality of the 1-face swap (grace_hopper, first 5 frames")[1]
+    header, _, row = text.splitlines()[1:4]
+    assert header.split() == ["clip", "size", "swapped", "stretch", "fill", "shade", "detail",
+                              "gaze", "amp"]  # fmt: skip
+    assert row.split()[:3] == ["demo", "320x240", "5/5"]
+    data = json.loads(out.read_text())
+    (quality,) = data["quality"]
+    assert quality["clip"] == "demo" and quality["frames"] == 5
+    for name in ("stretch", "fill_step", "shading", "detail_ratio", "amplitude"):
+        assert isinstance(quality[name], float), (name, quality[name])
+    assert quality["amplitude_blendshape"] in EXPRESSION_BLENDSHAPES
+    assert data["options"]["quality_frames"] == 5
+    markdown = page.read_text()
+    assert "## Quality" in markdown and "| demo | 320x240 | 5/5 |" in markdown

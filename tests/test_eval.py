@@ -235,6 +235,10 @@ def test_eval_writes_every_figure_and_a_contact_sheet(demo_clip: Path, tmp_path:
     # the demo photo makes no expression: correlations are undefined, differences are not
     assert "expression_mean" in report
     assert all(isinstance(v, float) for v in report["expression_mae"].values())
+    # the fill step (the midline: the demo photo fills nothing) and the worst amplitude
+    assert isinstance(report["fill_step"], float) and isinstance(report["amplitude"], float)
+    assert report["amplitude_blendshape"] in EXPRESSION_BLENDSHAPES
+    assert all("fill_step" in frame for frame in report["per_frame"])
     assert report["frames"] == report["frames_with_face"] == 24
     assert report["recogniser_frames"] == 8  # every 3rd frame
     assert len(report["per_frame"]) == 24

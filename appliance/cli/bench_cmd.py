@@ -11,8 +11,10 @@ frames together, its other figures the run with the median e2e p95
 (``bench.pooled_run``). Prints a line per run, then a table and the
 issue's targets (``bench_targets``) checked on the pipeline rows; ``--json``
 also writes every figure, ``--markdown [FILE]`` the table as a Markdown page
-(docs/benchmarks.md by default). ``--liveness`` benchmarks
-the liveness gate instead (``bench_liveness_cmd``).
+(docs/benchmarks.md by default). After the timings, the quality rows: the
+1-face swap of each clip measured as ``mirror eval`` does
+(``bench_quality``; ``--quality-frames N`` frames each, 0 for none).
+``--liveness`` benchmarks the liveness gate instead (``bench_liveness_cmd``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ from appliance.tools.bench_markdown import (
     format_markdown,
     load_average,
     write_markdown,
+)
+from appliance.tools.bench_quality import (
+    DEFAULT_FRAMES,
+    QualityRow,
+    format_quality,
+    measure_quality,
+    quality_markdown,
 )
 from appliance.tools.bench_targets import Check, check_targets, format_targets
 from appliance.tools.cores import pin_cores
@@ -103,6 +112,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         " markers (default: a large frame is decoded in two halves at once)",
     )
     parser.add_argument("--identity", default="grace_hopper", help="identity photo")
+    parser.add_argument(
+        "--quality-frames",
+        type=int,
+        default=DEFAULT_FRAMES,
+        metavar="N",
+        help=f"after the timings, measure the 1-face swap of each clip over its first N frames"
+        f" as `mirror eval` does (default {DEFAULT_FRAMES}; 0: no quality rows)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
     parser.add_argument(
         "--markdown",
@@ -174,6 +191,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--fps must be > 0, got {args.fps}")
     if args.repeat < 1:
         raise ConfigError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.quality_frames < 0:
+        raise ConfigError(f"--quality-frames must be 0 or more, got {args.quality_frames}")
     if args.markdown is not None:
         check_writable(args.markdown)
     if args.cores is not None:
@@ -211,7 +230,9 @@ def _bench(args: argparse.Namespace) -> int:
         args.runtime_lines = runtime.describe()
     load_before = load_average()
     clips: list[BenchClip] = []
+    bases: list[tuple[str, JpegClip]] = []  # the 1-face clips, for the quality rows
     for name, base in _base_clips(args, store, sizes):
+        bases.append((name, base))
         clips += build_clips(name, base, faces)
         if group:
             clips.append(build_group(name, base))
@@ -234,12 +255,18 @@ def _bench(args: argparse.Namespace) -> int:
     print()
     print(format_targets(checks))
     _print_load(load_before, load_average())
+    after = load_average()  # before the quality rows: their work is not the timings'
+    quality = measure_quality(bases, args.identity, settings, store, args.quality_frames)
+    if quality:
+        print()
+        print(format_quality(quality, args.identity), flush=True)
     if args.json is not None:
-        _write_json(args, results, checks)
+        _write_json(args, results, checks, quality)
     if args.markdown is not None:
-        after = load_average()
         load = None if load_before is None or after is None else (load_before, after)
         page = format_markdown(results, checks, _options(args), load=load)
+        if quality:
+            page += "\n" + quality_markdown(quality, args.identity)
         write_markdown(args.markdown, page)
         print(f"bench: figures written to {args.markdown}", flush=True)
     return 0
@@ -285,6 +312,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "media": str(args.media),
         "identity": args.identity,
         "repeat": args.repeat,
+        **(
+            {"quality_frames": args.quality_frames} if args.quality_frames != DEFAULT_FRAMES else {}
+        ),
         **({"cores": args.cores} if args.cores is not None else {}),
         **({} if args.restarts else {"no_restarts": True}),
         **({"profile": args.profile} if getattr(args, "profile", None) else {}),
@@ -294,12 +324,16 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _write_json(
-    args: argparse.Namespace, results: list[VariantResult], checks: list[Check]
+    args: argparse.Namespace,
+    results: list[VariantResult],
+    checks: list[Check],
+    quality: list[QualityRow] | None = None,
 ) -> None:
     data: dict[str, Any] = {
         "options": _options(args),
         "results": [r.as_dict() for r in results],
         "targets": [asdict(c) for c in checks],
+        "quality": [asdict(q) for q in quality or []],
     }
     try:
         args.json.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")

@@ -49,6 +49,8 @@ _TABLE = (
     ("gaze", 5, ".1f"),
     ("shade", 5, ".3f"),
     ("detail", 6, ".2f"),
+    ("fill", 5, ".2f"),
+    ("amp", 0, None),  # the worst blendshape's mean |swapped - original| and its name
     ("faces", 7, None),
 )
 
@@ -159,6 +161,10 @@ def _row(report: EvalReport) -> list[object]:
         report.gaze_error,
         report.shading,
         report.detail_ratio,
+        report.fill_step,
+        None
+        if report.amplitude is None
+        else f"{report.amplitude:.2f} {report.amplitude_blendshape}",
         f"{report.frames_with_face}/{report.frames}",
     ]
 

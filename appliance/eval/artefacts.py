@@ -17,7 +17,13 @@
   against the original frame, mean absolute difference;
 - detail ratio: variance of the Laplacian inside the face, swapped over original
   (0.5 at least: the swap gives the face 0.75 of the frame's detail, more reads
-  as flicker in the stability figure).
+  as flicker in the stability figure);
+- fill step: a colour step the swap added across the face's midline or the edge
+  of the part a turned photo's completion filled (``appliance.eval.seams``), in
+  CIE76 Lab units over the visitor's own step there;
+- amplitude: the worst blendshape's mean |swapped - original| score
+  (``appliance.eval.report``): an expression made too weakly or too strongly,
+  which the correlation (direction only) does not see.
 
 ``THRESHOLDS`` are what looked right on the shared media (see README).
 """
@@ -46,6 +52,10 @@ THRESHOLDS: dict[str, tuple[float | None, float | None]] = {
     "gaze_error": (None, 8.0),
     "shading": (None, 0.08),
     "detail_ratio": (0.5, 1.6),
+    # a hard seam: a half face 15 % darker scores 4.2-9.8 on the shared clips, today's
+    # swaps -0.7-1.7 (turned and frontal photos alike; see README)
+    "fill_step": (None, 3.0),
+    "amplitude": (None, 0.15),
 }
 STRETCH_PERCENTILE = 90.0
 EYEBALL = 0.45  # eyeball radius over the eye's corner-to-corner width

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from appliance.errors import InputError
 from appliance.media.frames import Image
@@ -16,6 +17,18 @@ logger = logging.getLogger(__name__)
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"})
 FOLDER_FPS = 25.0  # the clock a folder of images is played on
+
+
+class Frames(Protocol):
+    """What ``evaluate`` plays: a name (``path``), a frame rate and the frames."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def fps(self) -> float: ...
+
+    def images(self) -> Iterator[Image]: ...
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,11 @@
 each with its own figures, under a header with the identity photo and the clip's figures.
 
 Frames are kept while the clip plays by :class:`SampleKeeper`, which holds a
-bounded, evenly spread set of small copies whatever the clip's length.
+bounded, evenly spread set of small copies whatever the clip's length. Where
+the face is small in the frame (under ``ZOOM_BELOW`` of its height: a
+half-body shot's 60-80 px face in a 1364-line frame), the pair also shows the
+face zoomed: a square ``ZOOM_MARGIN`` times the face oval's box, scaled to the
+thumbnail height (``THUMB_HEIGHT`` pixels a side, so memory stays bounded).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import cv2
 import numpy as np
 
 from appliance.eval import artefacts
-from appliance.eval.report import EvalReport, FrameRecord
+from appliance.eval.report import HIGH_SCORE, EvalReport, FrameRecord
 from appliance.media.frames import Image
 
 logger = logging.getLogger(__name__)
@@ -23,7 +27,10 @@ logger = logging.getLogger(__name__)
 SAMPLES = 6
 COLUMNS = 2  # pairs per row
 THUMB_HEIGHT = 240
-CAPTION_HEIGHT = 64
+CAPTION_HEIGHT = 84
+ZOOM_BELOW = 0.4  # a face box under this share of the frame height is also shown zoomed
+ZOOM_MARGIN = 1.6  # the zoomed square: this times the face box's larger side
+MIN_CELL_WIDTH = 460  # a pair at least this wide, so its caption fits
 HEADER_HEIGHT = 152
 GAP = 8
 FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -39,11 +46,39 @@ def thumbnail(image: Image, height: int = THUMB_HEIGHT) -> Image:
     return np.asarray(cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA), np.uint8)
 
 
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1, ends exclusive
+
+
+def zoom_crop(image: Image, box: Box, side: int = THUMB_HEIGHT) -> Image:
+    """A ``side`` x ``side`` picture of the square ``ZOOM_MARGIN`` times ``box``'s larger
+    side around its centre (the frame's edge repeated where the square leaves it)."""
+    x0, y0, x1, y1 = box
+    half = max(1.0, ZOOM_MARGIN * max(x1 - x0, y1 - y0) / 2.0)
+    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    scale = side / (2.0 * half)
+    # the affine map from the frame to the zoomed square
+    matrix = np.array(
+        [[scale, 0.0, side / 2.0 - cx * scale], [0.0, scale, side / 2.0 - cy * scale]]
+    )
+    interpolation = cv2.INTER_CUBIC if scale > 1.0 else cv2.INTER_AREA
+    out = cv2.warpAffine(
+        image, matrix, (side, side), flags=interpolation, borderMode=cv2.BORDER_REPLICATE
+    )
+    return np.asarray(out, np.uint8)
+
+
+def small_face(box: Box | None, shape: tuple[int, ...]) -> bool:
+    """Whether a face in ``box`` is small enough in a frame of ``shape`` to be zoomed."""
+    return box is not None and (box[3] - box[1]) < ZOOM_BELOW * shape[0]
+
+
 @dataclass(frozen=True)
 class Sample:
     index: int
     original: Image
     swapped: Image
+    zoom_original: Image | None = None  # the face zoomed, where it is small in the frame
+    zoom_swapped: Image | None = None
 
 
 class SampleKeeper:
@@ -55,11 +90,15 @@ class SampleKeeper:
         self._offered = 0
         self.samples: list[Sample] = []
 
-    def offer(self, index: int, original: Image, swapped: Image) -> None:
+    def offer(self, index: int, original: Image, swapped: Image, face: Box | None = None) -> None:
+        """Keep (maybe) a small copy of this pair; ``face``: the face's box in the frame."""
         turn, self._offered = self._offered, self._offered + 1
         if turn % self.stride:
             return
-        self.samples.append(Sample(index, thumbnail(original), thumbnail(swapped)))
+        zooms: tuple[Image | None, Image | None] = (None, None)
+        if face is not None and small_face(face, original.shape):
+            zooms = (zoom_crop(original, face), zoom_crop(swapped, face))
+        self.samples.append(Sample(index, thumbnail(original), thumbnail(swapped), *zooms))
         if len(self.samples) >= 4 * self.count:
             self.samples = self.samples[::2]
             self.stride *= 2
@@ -82,8 +121,15 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-_ARTEFACTS = ("stretch", "gaze_error", "shading", "detail_ratio")
-_SHORT = {"stretch": "stretch", "gaze_error": "gaze", "shading": "shade", "detail_ratio": "detail"}
+_ARTEFACTS = ("stretch", "gaze_error", "shading", "detail_ratio", "fill_step")
+_SHORT = {
+    "stretch": "stretch",
+    "gaze_error": "gaze",
+    "shading": "shade",
+    "detail_ratio": "detail",
+    "fill_step": "fill",
+    "amplitude": "amp",
+}
 
 
 def _artefact(record: EvalReport | FrameRecord, name: str) -> str:
@@ -91,6 +137,21 @@ def _artefact(record: EvalReport | FrameRecord, name: str) -> str:
     value = getattr(record, name)
     flag = "" if artefacts.within(name, value) is not False else "(!)"
     return f"{_SHORT[name]} {_fmt(value, 2)}{flag}"
+
+
+def amplitude_text(record: EvalReport | FrameRecord) -> str:
+    """``amp 0.12 jawOpen`` (the worst blendshape), ``(!)`` when over its threshold."""
+    name = record.amplitude_blendshape
+    return _artefact(record, "amplitude") + ("" if name is None else f" {name}")
+
+
+def _made(report: EvalReport) -> str:
+    """The worst blendshape's mean swap - orig on the frames the visitor made it on."""
+    name = report.amplitude_blendshape
+    made = None if name is None else report.expression_high.get(name)
+    if made is None:
+        return ""
+    return f"  (swap - orig {made:+.2f} where orig > {HIGH_SCORE})"
 
 
 def summary_lines(report: EvalReport) -> list[str]:
@@ -102,6 +163,7 @@ def summary_lines(report: EvalReport) -> list[str]:
         f"expression r {_fmt(report.expression_mean)}  stability {_fmt(report.stability)}  "
         f"seam {_fmt(report.seam)} (original {_fmt(report.seam_original)})",
         "artefacts  " + "  ".join(_artefact(report, name) for name in _ARTEFACTS),
+        f"expression amplitude  {amplitude_text(report)}{_made(report)}",
         f"frames {report.frames}  with face {report.frames_with_face}  "
         f"swapped {report.frames_swapped}  recogniser misses orig/swap "
         f"{report.recogniser_missing_original}/{report.recogniser_missing_swapped}",
@@ -115,14 +177,26 @@ def _caption(record: FrameRecord | None, index: int) -> list[str]:
     jaw = "n/a"
     if record.blend_original and record.blend_swapped:
         jaw = f"{record.blend_original['jawOpen']:.2f}/{record.blend_swapped['jawOpen']:.2f}"
-    third = "  ".join(_artefact(record, name) for name in _ARTEFACTS)
-    return [first, f"jawOpen orig/swap {jaw}  seam {_fmt(record.seam, 2)}", third]
+    third = "  ".join(_artefact(record, name) for name in _ARTEFACTS[:3])
+    fourth = "  ".join(_artefact(record, name) for name in _ARTEFACTS[3:])
+    return [
+        first,
+        f"jawOpen orig/swap {jaw}  seam {_fmt(record.seam, 2)}",
+        third,
+        f"{fourth}  {amplitude_text(record)}",
+    ]
 
 
 def _pair(sample: Sample, record: FrameRecord | None) -> Image:
-    images = np.hstack(
-        [sample.original, np.full((THUMB_HEIGHT, 2, 3), 255, np.uint8), sample.swapped]
-    )
+    line = np.full((THUMB_HEIGHT, 2, 3), 255, np.uint8)
+    parts = [sample.original, line, sample.swapped]
+    if sample.zoom_original is not None and sample.zoom_swapped is not None:
+        gap = np.full((THUMB_HEIGHT, GAP, 3), BACKGROUND_BGR, np.uint8)
+        parts += [gap, sample.zoom_original, line, sample.zoom_swapped]
+    images = np.hstack(parts)
+    if images.shape[1] < MIN_CELL_WIDTH:
+        pad = np.full((THUMB_HEIGHT, MIN_CELL_WIDTH - images.shape[1], 3), BACKGROUND_BGR, np.uint8)
+        images = np.hstack([images, pad])
     caption = np.full((CAPTION_HEIGHT, images.shape[1], 3), BACKGROUND_BGR, np.uint8)
     _text(caption, _caption(record, sample.index), 4, 0)
     return np.vstack([images, caption])
@@ -134,7 +208,8 @@ def _header(report: EvalReport, identity_photo: Image, width: int) -> Image:
     photo = photo[:, : max(1, min(photo.shape[1], width // 4))]
     header[GAP : GAP + photo.shape[0], GAP : GAP + photo.shape[1]] = photo
     x = 2 * GAP + photo.shape[1]
-    title = f"{Path(report.clip).name} x {Path(report.identity).name}   (original | swapped)"
+    title = f"{Path(report.clip).name} x {Path(report.identity).name}   (original | swapped"
+    title += ", and the face zoomed where small)"
     _text(header, [title, *summary_lines(report)], x, GAP)
     return header
 

@@ -19,13 +19,19 @@ from pathlib import Path
 import numpy as np
 
 from appliance.config import Settings
-from appliance.eval import artefacts, metrics
-from appliance.eval.clips import Clip
+from appliance.eval import artefacts, metrics, seams
+from appliance.eval.clips import Clip, Frames
 from appliance.eval.contact_sheet import SampleKeeper
 from appliance.eval.drawn import DrawnMesh
 from appliance.eval.recogniser import Descriptor, FaceRecogniser
 from appliance.eval.regions import band_px, crop_box, face_mask
-from appliance.eval.report import EXPRESSION_BLENDSHAPES, EvalReport, FrameRecord, summarise
+from appliance.eval.report import (
+    EXPRESSION_BLENDSHAPES,
+    EvalReport,
+    FrameRecord,
+    frame_amplitude,
+    summarise,
+)
 from appliance.inference.litert import LiteRTBackend
 from appliance.media.frames import Frame, Image
 from appliance.modelstore import ModelStore
@@ -52,13 +58,21 @@ class Models:
 
     analyzer: FaceAnalyzer
     blendshapes: BlendshapeModel
-    recogniser: FaceRecogniser
+    recogniser: FaceRecogniser | None  # None: no identity figures (d_src, d_orig, moved)
 
     @classmethod
     def load(
-        cls, settings: Settings, store: ModelStore, recogniser: FaceRecogniser | None = None
+        cls,
+        settings: Settings,
+        store: ModelStore,
+        recogniser: FaceRecogniser | None = None,
+        *,
+        recognise: bool = True,
     ) -> Models:
-        recogniser = recogniser or FaceRecogniser()  # first: a missing extra fails fast
+        """``recognise=False``: without the recogniser (and the ``eval`` extra): every
+        figure but the identity distances."""
+        if recognise:
+            recogniser = recogniser or FaceRecogniser()  # first: a missing extra fails fast
         backend = LiteRTBackend()
         blendshapes = BlendshapeModel(backend.load(store.path("face_blendshapes")))
         return cls(build_analyzer(settings, store, backend), blendshapes, recogniser)
@@ -96,6 +110,8 @@ class _ClipMeter:
         self.every = every
         self.keeper = SampleKeeper()
         self.previous: _Previous | None = None
+        # the mesh edges round the part of the identity's texture that was filled
+        self.fill_edges = seams.fill_edges(enrolled) if enrolled is not None else None
 
     def measure(
         self,
@@ -117,10 +133,28 @@ class _ClipMeter:
         self._stability(record, original, swapped, mask)
         self._seams(record, original, swapped, face)
         self._artefacts(record, original, swapped, face, mask, drawn=drawn)
+        self._fill_step(record, original, swapped, face, drawn)
         if index % self.every == 0:
-            self._identity(record, original, swapped, face)
-            self.keeper.offer(index, original, swapped)
+            if self.models.recogniser is not None:
+                self._identity(record, original, swapped, face, self.models.recogniser)
+            self.keeper.offer(index, original, swapped, crop_box(face.points, 0, original.shape))
         return record
+
+    def _fill_step(
+        self,
+        record: FrameRecord,
+        original: Image,
+        swapped: Image,
+        face: FaceLandmarks,
+        drawn: FloatArray | None,
+    ) -> None:
+        edges = self.fill_edges if self.fill_edges is not None else seams.NO_EDGES
+        label = self.label.region(original.shape) if self.label is not None else None
+        mesh = face.points if drawn is None else drawn
+        step = seams.fill_step(original, swapped, mesh, edges, visitor=face.points, exclude=label)
+        record.fill_step = step.figure
+        record.fill_step_midline = step.midline
+        record.fill_step_edge = step.edge
 
     def _blendshapes(
         self, record: FrameRecord, original: Image, swapped: Image, face: FaceLandmarks
@@ -136,6 +170,9 @@ class _ClipMeter:
             scores.append({name: all_scores[name] for name in EXPRESSION_BLENDSHAPES})
             points.append(found.points)
         record.blend_original, record.blend_swapped = scores
+        worst = frame_amplitude(scores[0], scores[1])
+        if worst is not None:
+            record.amplitude, record.amplitude_blendshape = worst
         record.gaze_error = artefacts.gaze_error(points[0], points[1])
 
     def _artefacts(
@@ -187,11 +224,16 @@ class _ClipMeter:
         record.seam_original = metrics.seam_energy(original[y0:y1, x0:x1], mask, band)
 
     def _identity(
-        self, record: FrameRecord, original: Image, swapped: Image, face: FaceLandmarks
+        self,
+        record: FrameRecord,
+        original: Image,
+        swapped: Image,
+        face: FaceLandmarks,
+        recogniser: FaceRecogniser,
     ) -> None:
         near = face.box()
-        d_original = self.models.recogniser.descriptor(original, near)
-        d_swapped = self.models.recogniser.descriptor(swapped, near)
+        d_original = recogniser.descriptor(original, near)
+        d_swapped = recogniser.descriptor(swapped, near)
         record.recognised_original = d_original is not None
         record.recognised_swapped = d_swapped is not None
         if d_swapped is not None and d_original is not None:
@@ -211,7 +253,7 @@ def _visitor(processor: FrameProcessor) -> FaceLandmarks | None:
 
 def evaluate(
     identity: str,
-    clip: Clip,
+    clip: Frames,
     settings: Settings,
     store: ModelStore,
     *,
@@ -231,8 +273,8 @@ def evaluate(
     photo_path = resolve_photo(identity, store)
     photo = read_image(photo_path)
     processor = build_processor(settings, store, identity, analyzer=models.analyzer, max_faces=1)
-    reference = models.recogniser.descriptor(photo)
-    if reference is None:
+    reference = None if models.recogniser is None else models.recogniser.descriptor(photo)
+    if reference is None and models.recogniser is not None:
         logger.warning("%s: the recogniser finds no face in the identity photo", photo_path)
     meter = _ClipMeter(models, reference, every, processor.identity, processor.labeler)
     drawn = DrawnMesh(processor.swapper)

@@ -20,7 +20,11 @@ EXPRESSION_BLENDSHAPES = (
     "eyeBlinkRight",
     "mouthSmileLeft",
     "mouthSmileRight",
+    "browInnerUp",
 )
+# the visitor "makes" a blendshape on a frame where its original score is over this:
+# the amplitude there (swapped - original) says whether the swap made it as fully
+HIGH_SCORE = 0.3
 FIGURES = (
     "d_src",
     "d_orig",
@@ -32,6 +36,8 @@ FIGURES = (
     "gaze_error",
     "shading",
     "detail_ratio",
+    "fill_step",
+    "amplitude",
 )
 _DECIMALS = 5
 
@@ -58,6 +64,11 @@ class FrameRecord:
     gaze_error: float | None = None  # degrees
     shading: float | None = None  # shading mismatch
     detail_ratio: float | None = None  # swapped over original fine detail
+    fill_step: float | None = None  # the larger of the two below (appliance.eval.seams)
+    fill_step_midline: float | None = None
+    fill_step_edge: float | None = None
+    amplitude: float | None = None  # the largest |swapped - original| blendshape score
+    amplitude_blendshape: str | None = None  # ... and which one
 
 
 @dataclass
@@ -90,6 +101,14 @@ class EvalReport:
     gaze_error: float | None = None
     shading: float | None = None
     detail_ratio: float | None = None
+    fill_step: float | None = None
+    fill_step_midline: float | None = None
+    fill_step_edge: float | None = None
+    # per blendshape, mean (swapped - original) over the frames where the original
+    # is over HIGH_SCORE (negative: the swap makes it less); None: no such frame
+    expression_high: dict[str, float | None] = field(default_factory=dict)
+    amplitude: float | None = None  # the worst blendshape's mean |swapped - original|
+    amplitude_blendshape: str | None = None  # ... and its name
     elapsed_s: float = 0.0
     per_frame: list[FrameRecord] = field(default_factory=list)
 
@@ -128,6 +147,8 @@ def summarise(
     d_orig = [r.d_orig for r in pairs if r.d_orig is not None]
     unswapped = [r.d_src_unswapped for r in sampled if r.d_src_unswapped is not None]
     expression, mae = _expression(records)
+    differing = {name: v for name, v in mae.items() if v is not None}
+    worst = max(differing, key=differing.__getitem__) if differing else None
     defined = [v for v in expression.values() if v is not None]
     moving = [r for r in records if r.change_original is not None and r.change_swapped is not None]
     return EvalReport(
@@ -162,8 +183,35 @@ def summarise(
         gaze_error=_mean(records, "gaze_error"),
         shading=_mean(records, "shading"),
         detail_ratio=_mean(records, "detail_ratio"),
+        fill_step=_mean(records, "fill_step"),
+        fill_step_midline=_mean(records, "fill_step_midline"),
+        fill_step_edge=_mean(records, "fill_step_edge"),
+        expression_high=_high(records),
+        amplitude=None if worst is None else differing[worst],
+        amplitude_blendshape=worst,
         per_frame=records,
     )
+
+
+def frame_amplitude(
+    original: dict[str, float], swapped: dict[str, float]
+) -> tuple[float, str] | None:
+    """One frame's largest |swapped - original| score over ``EXPRESSION_BLENDSHAPES``."""
+    diffs = [(abs(swapped[n] - original[n]), n) for n in EXPRESSION_BLENDSHAPES]
+    return max(diffs) if diffs else None
+
+
+def _high(records: list[FrameRecord]) -> dict[str, float | None]:
+    both = [
+        (r.blend_original, r.blend_swapped)
+        for r in records
+        if r.blend_original is not None and r.blend_swapped is not None
+    ]
+    out: dict[str, float | None] = {}
+    for name in EXPRESSION_BLENDSHAPES:
+        made = [s[name] - o[name] for o, s in both if o[name] > HIGH_SCORE]
+        out[name] = metrics.mean_or_none(made)
+    return out
 
 
 def _mean(records: list[FrameRecord], name: str) -> float | None:
