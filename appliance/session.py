@@ -37,6 +37,7 @@ from appliance.config import Settings
 from appliance.control.api import HardwareInfo, WebServer, WebStarter
 from appliance.control.core import ControlCore
 from appliance.device.catalog import load_profiles
+from appliance.eval.photo_grade import graded_enroller
 from appliance.gpio.panel import GpioCallbacks, GpioPanel
 from appliance.inference.accelerator import accelerator_state
 from appliance.inference.fallbacks import fallbacks
@@ -120,6 +121,8 @@ class MirrorSession:
             store,
             hardware=hardware,
             preview=options.preview,
+            # the upload's previews are graded by what they show (``eval.photo_grade``)
+            enroller=graded_enroller(settings, store),
         )
         self.control.restore_state()
         # the one chain: the control lock (settings land between frames), the thermal

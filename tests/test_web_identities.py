@@ -143,10 +143,11 @@ def test_a_good_photo_is_stored_previewed_and_managed(client: FlaskClient, mirro
     assert preview.status_code == 200 and preview.mimetype == "image/jpeg"
     swapped = cv2.imdecode(np.frombuffer(preview.data, np.uint8), cv2.IMREAD_COLOR)
     assert swapped is not None
-    demo = photo("astronaut")  # the left one of the two demo faces, scaled to 360 px high
-    assert swapped.shape[0] == 360 and swapped.shape[1] > 2 * 300
+    demo = photo("astronaut")  # the first row's first view, scaled to 360 px high
+    # a row per demo photo (astronaut, Grace Hopper): frontal, then turned both ways
+    assert swapped.shape == (2 * 360 + 8, 3 * 360 + 2 * 8, 3)
     shown = cv2.resize(demo, (360, 360), interpolation=cv2.INTER_AREA)
-    assert float(np.abs(swapped[:, :360].astype(int) - shown.astype(int)).mean()) > 1.0
+    assert float(np.abs(swapped[:360, :360].astype(int) - shown.astype(int)).mean()) > 1.0
     assert client.get("/identities/Grace H/photo.jpg").mimetype == "image/jpeg"
 
     duplicate = upload(client, encode(photo("grace_hopper")), name="grace h")

@@ -2,7 +2,8 @@
 
 A ``Mirror`` is the real thing: a ``FrameProcessor`` built from the model
 store with the grace_hopper identity, a ``Telemetry``, and a ``ControlCore``
-over them with its files in a temporary data directory. ``run_frames`` feeds
+over them with its files in a temporary data directory (its upload graded by
+what the swap shows, as ``mirror run`` builds it). ``run_frames`` feeds
 real demo frames through a real ``PipelineRunner`` into telemetry and the
 web preview.
 """
@@ -26,8 +27,8 @@ from werkzeug.test import TestResponse
 from appliance.config import Settings, save_settings
 from appliance.control.api import HardwareInfo
 from appliance.control.core import ControlCore
-from appliance.control.enrollment import Enroller
 from appliance.control.identities import IdentityLibrary
+from appliance.eval.photo_grade import graded_enroller
 from appliance.media.demo_source import DemoSource
 from appliance.modelstore import ModelStore
 from appliance.pipeline.adaptive import AdaptiveController
@@ -97,7 +98,7 @@ def build_mirror(base: Path, settings: Settings | None = None, **kwargs: object)
         settings,
         base / "config.yaml",
         library=IdentityLibrary(base / "identities"),
-        enroller=Enroller.from_store(settings, model_store()),
+        enroller=graded_enroller(settings, model_store()),  # as ``mirror run`` builds it
         state_path=base / "web" / "state.json",
         hardware=HardwareInfo("test-profile", "litert-cpu", ("a note: its reason",)),
         **kwargs,  # type: ignore[arg-type]

@@ -1,10 +1,15 @@
-"""``mirror identity check PHOTO [--json]``: is this photo a good identity?
+"""``mirror identity check PHOTO [--json] [--preview OUT.jpg]``: is this photo a good identity?
 
 Prints one line per check (good / usable with a hint / refused) and the
-photo's verdict; ``--json`` prints the same as one JSON object. Exit status 0
-for a good or usable photo; a refused one (no face, several faces, a face
-too small) exits 1 with one ``mirror: error:`` line saying why, after the
-report. An unreadable photo is one ``mirror: error:`` line.
+photo's verdict; ``--json`` prints the same as one JSON object (with each
+render's figures). The last check, ``result``, grades what the swap will look
+like (``appliance.eval.photo_grade``: the photo enrolled and swapped onto the
+upload's demo faces, frontal and turned); ``--preview`` writes those renders
+as the admin page shows them. Exit status 0 for a good or usable photo; a
+refused one (no face, several faces, a face too small, a swap that would show
+a seam or a half-face even on a frontal visitor) exits 1 with one ``mirror:
+error:`` line saying why, after the report. An unreadable photo is one
+``mirror: error:`` line.
 """
 
 from __future__ import annotations
@@ -12,13 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from pathlib import Path
 
 from appliance.cli.common import add_config_argument, load_cli_settings
-from appliance.errors import NoFaceError
+from appliance.control.enrollment import Enroller, preview_sheet
+from appliance.errors import NoFaceError, OutputError
+from appliance.eval.photo_grade import PhotoGrader
+from appliance.fileio import atomic_write_bytes
 from appliance.modelstore import ModelStore
-from appliance.pipeline.factory import build_analyzer, resolve_photo
-from appliance.vision.identity import read_image
-from appliance.vision.identity_check import Assessment, IdentityChecker
+from appliance.pipeline.factory import resolve_photo
+from appliance.vision.identity import enroll, read_image
+from appliance.vision.identity_check import Assessment
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +44,7 @@ CHECK_NAMES = {
     "exposure": "exposure",
     "lighting": "lighting",
     "occlusion": "occlusion",
+    "result": "on the demo faces",
 }
 
 
@@ -46,6 +56,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     check.add_argument("photo", help="identity photo (file or asset name)")
     check.add_argument("--json", action="store_true", help="print the assessment as JSON")
+    check.add_argument(
+        "--preview",
+        type=Path,
+        metavar="OUT.jpg",
+        help="write the swap on the demo faces (frontal and turned) as a JPEG",
+    )
     add_config_argument(check)
     check.set_defaults(handler=_check)
 
@@ -55,15 +71,32 @@ def _check(args: argparse.Namespace) -> int:
     store = ModelStore()
     path = resolve_photo(args.photo, store)
     image = read_image(path)
-    checker = IdentityChecker.for_analyzer(build_analyzer(settings, store), store)
-    assessment = checker.assess(image)
+    enroller = Enroller.from_store(settings, store)
+    assessment = enroller.checker.assess(image)
+    renders: list[dict[str, object]] = []
+    if not assessment.refused:  # what the swap will look like: the ``result`` check
+        grader = PhotoGrader(enroller.previewer, enroller.views)
+        graded = grader.grade(enroll(image, enroller.analyzer, path.stem))
+        assessment = assessment.with_finding(graded.finding, graded.measures)
+        renders = [figures.as_dict() for figures in grader.last]
+        if args.preview is not None:
+            _write(args.preview, preview_sheet(enroller.views, graded.images))
     if args.json:
-        print(json.dumps({"photo": str(path), **assessment.as_dict()}, indent=2))
+        print(
+            json.dumps({"photo": str(path), **assessment.as_dict(), "renders": renders}, indent=2)
+        )
     else:
         print(report_text(str(path), assessment))
     if assessment.refused:
         raise NoFaceError(f"{path}: refused: {'; '.join(assessment.reasons())}")
     return 0
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def report_text(name: str, assessment: Assessment) -> str:

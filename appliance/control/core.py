@@ -28,7 +28,7 @@ from appliance.control.live_apply import Applier, applies_live, apply_live, chan
 from appliance.control.log_buffer import LogBuffer, LogEntry
 from appliance.control.state import MirrorState, load_state, save_state
 from appliance.control.uploads import check_upload, stored_jpeg
-from appliance.errors import ConfigError, IdentityError
+from appliance.errors import ConfigError, IdentityError, UploadError
 from appliance.inference.fallbacks import fallbacks
 from appliance.media.preview_sink import WebPreviewSink
 from appliance.modelstore import ModelStore
@@ -96,8 +96,10 @@ class ControlCore:
         base: Path | None = None,
         hardware: HardwareInfo | None = None,
         preview: WebPreviewSink | None = None,
+        enroller: Enroller | None = None,
     ) -> ControlCore:
-        """The usual layout: ``<data dir>/identities`` and ``<data dir>/web/state.json``."""
+        """The usual layout: ``<data dir>/identities`` and ``<data dir>/web/state.json``;
+        ``enroller``: the upload's (one built from ``store`` when None)."""
         base = base or data_dir()
         return cls(
             processor,
@@ -105,7 +107,7 @@ class ControlCore:
             settings,
             settings_path,
             library=IdentityLibrary(base / IDENTITIES_DIR),
-            enroller=Enroller.from_store(settings, store),
+            enroller=enroller or Enroller.from_store(settings, store),
             state_path=web_dir(base) / STATE_NAME,
             hardware=hardware,
             preview=preview,
@@ -228,10 +230,15 @@ class ControlCore:
         check_name(name)
         self._library.check_free(name)
         image, photo = stored_jpeg(check_upload(data, filename, content_type))
-        hints = self._enroller.check(image).hints()
+        assessment = self._enroller.check(image)
         identity = self._enroller.enroll(image, name)
-        self._library.add(name, photo, self._enroller.preview_jpeg(identity))
-        return hints
+        preview = self._enroller.preview(identity)
+        if preview.graded is not None:  # what the swap will look like (the ``result`` check)
+            assessment = assessment.with_finding(preview.graded.finding)
+            if assessment.refused:
+                raise UploadError("; ".join(assessment.reasons()))
+        self._library.add(name, photo, preview.jpeg)
+        return assessment.hints()
 
     def rename_identity(self, old: str, new: str) -> None:
         with self._lock:

@@ -56,6 +56,10 @@ THRESHOLDS: dict[str, tuple[float | None, float | None]] = {
     # swaps -0.7-1.7 (turned and frontal photos alike; see README)
     "fill_step": (None, 3.0),
     "amplitude": (None, 0.15),
+    # the share of the drawn face the identity covers (``coverage``): frontal photos
+    # 0.99-1.0 on the demo faces, holes beside a turned photo's eye 0.93-0.98, a
+    # half-face about 0.5 (``photo_grade``, README)
+    "coverage": (0.98, None),
 }
 STRETCH_PERCENTILE = 90.0
 EYEBALL = 0.45  # eyeball radius over the eye's corner-to-corner width

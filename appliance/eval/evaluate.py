@@ -22,6 +22,7 @@ from appliance.config import Settings
 from appliance.eval import artefacts, metrics, seams
 from appliance.eval.clips import Clip, Frames
 from appliance.eval.contact_sheet import SampleKeeper
+from appliance.eval.coverage import coverage
 from appliance.eval.drawn import DrawnMesh
 from appliance.eval.recogniser import Descriptor, FaceRecogniser
 from appliance.eval.regions import band_px, crop_box, face_mask
@@ -188,6 +189,7 @@ class _ClipMeter:
         if self.enrolled is not None:
             mesh = face.points if drawn is None else drawn
             record.stretch = artefacts.texture_stretch(self.enrolled, mesh)
+            record.coverage = coverage(self.enrolled, mesh)
         if self.label is not None:  # the label's letters are not the face's detail
             lx0, ly0, lx1, ly1 = self.label.region(original.shape)
             mask = mask.copy()

@@ -38,6 +38,7 @@ FIGURES = (
     "detail_ratio",
     "fill_step",
     "amplitude",
+    "coverage",
 )
 _DECIMALS = 5
 
@@ -69,6 +70,7 @@ class FrameRecord:
     fill_step_edge: float | None = None
     amplitude: float | None = None  # the largest |swapped - original| blendshape score
     amplitude_blendshape: str | None = None  # ... and which one
+    coverage: float | None = None  # the share of the drawn face the identity covers
 
 
 @dataclass
@@ -109,6 +111,7 @@ class EvalReport:
     expression_high: dict[str, float | None] = field(default_factory=dict)
     amplitude: float | None = None  # the worst blendshape's mean |swapped - original|
     amplitude_blendshape: str | None = None  # ... and its name
+    coverage: float | None = None  # clip mean (appliance.eval.coverage)
     elapsed_s: float = 0.0
     per_frame: list[FrameRecord] = field(default_factory=list)
 
@@ -189,6 +192,7 @@ def summarise(
         expression_high=_high(records),
         amplitude=None if worst is None else differing[worst],
         amplitude_blendshape=worst,
+        coverage=_mean(records, "coverage"),
         per_frame=records,
     )
 

@@ -113,13 +113,13 @@ def filled_triangles(identity: Identity) -> npt.NDArray[np.bool_]:
         filled |= np.asarray(done.visibility) < UNSEEN[1]
     texture = getattr(identity, "texture_bgra", None)
     if texture is not None:
-        filled |= _mean_alpha(texture[..., 3], identity.texture_points, identity.triangles) < (
+        filled |= mean_alpha(texture[..., 3], identity.texture_points, identity.triangles) < (
             FILLED * 255.0
         )
     return filled
 
 
-def _mean_alpha(
+def mean_alpha(
     alpha: Image, uv: npt.NDArray[np.floating], tris: npt.NDArray[np.integer]
 ) -> npt.NDArray[np.float64]:
     """Per triangle, the mean alpha of the texture pixels it covers (255 when none)."""

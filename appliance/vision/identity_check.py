@@ -126,6 +126,14 @@ class Assessment:
     def refused(self) -> bool:
         return self.verdict == "refused"
 
+    def with_finding(
+        self, finding: Finding, measures: dict[str, float] | None = None
+    ) -> Assessment:
+        """This assessment with one more finding (``photo_grade``'s ``result``) and measures."""
+        return Assessment(
+            self.faces, (*self.findings, finding), {**self.measures, **(measures or {})}
+        )
+
     def hints(self) -> list[str]:
         """What would work better (the ``usable`` findings' messages)."""
         return [f.message for f in self.findings if f.verdict == "usable"]
