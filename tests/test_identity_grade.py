@@ -307,17 +307,18 @@ def test_an_upload_whose_swap_shows_a_seam_on_every_visitor_is_refused(
     assert mirror.library.names() == []
 
 
-def test_cli_check_refuses_a_blurred_photo_whose_swap_shows_nothing(
+def test_cli_check_a_blurred_photo_is_a_hint_not_a_face_left_out(
     tmp_path: Path, grace_hopper: np.ndarray
 ) -> None:
-    """Blurred this much, the face parser finds no skin in the photo: the identity's
-    texture comes out transparent and the swap leaves the visitor's own face. The
-    photo's own checks only hint at the blur; what the swap shows refuses it."""
+    """Blurred this much, the face parser finds no skin in the photo (the identity's
+    texture came out transparent: the swap left the visitor's own face, and the grade
+    refused it); the parser is not believed there, so the blur is a hint and the
+    renders are whole."""
     photo_path = tmp_path / "blurred.jpg"
     cv2.imwrite(str(photo_path), cv2.GaussianBlur(grace_hopper, (0, 0), 6))
     proc = mirror("identity", "check", photo_path, "--json")
-    assert_one_line_error(proc, "refused", "the visitor's own skin")
+    assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     verdicts = {c["check"]: c["verdict"] for c in report["checks"]}
-    assert verdicts["sharpness"] == "usable" and verdicts["result"] == "refused"
-    assert all(r["coverage"] < 0.1 and not r["swapped"] for r in report["renders"])
+    assert verdicts["sharpness"] == "usable" and verdicts["result"] != "refused"
+    assert all(r["coverage"] > 0.9 and r["swapped"] for r in report["renders"])
