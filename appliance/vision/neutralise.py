@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from appliance.vision.mesh import LEFT_BROW, LEFT_EYE, RIGHT_BROW, RIGHT_EYE
+from appliance.vision.mesh import LEFT_BROW, RIGHT_BROW
 from appliance.vision.neutral import face_height
 from appliance.vision.pose3d import F64
 from appliance.vision.types import FloatArray
@@ -59,13 +59,6 @@ QUIET = 0.1  # a mesh whose expression scores are all below this is left as it i
 
 _INNER_BROW = {"right": (55, 65, 107, 66), "left": (285, 295, 336, 296)}
 _CORNERS = {"right": 61, "left": 291}
-# the eyes, their irises and the ring of lid points round each (the brows are
-# nearer the eyes than a bump's reach)
-_EYES = sorted(
-    {*RIGHT_EYE, *LEFT_EYE, *range(468, 478), *(130, 25, 110, 24, 23, 22, 26, 112, 243)}
-    | {*(359, 255, 339, 254, 253, 252, 256, 341, 463)}
-    | {*(247, 30, 29, 27, 28, 56, 190, 467, 260, 259, 257, 258, 286, 414)}
-)
 
 
 @dataclass(frozen=True)
@@ -98,7 +91,6 @@ def _bumps(points: FloatArray, moves: list[_Move], height: float) -> F64:
         near = np.min([np.linalg.norm(xy - xy[i], axis=1) for i in move.at], axis=0)
         t = np.clip(near / (REACH * height), 0.0, 1.0)
         weight = 1.0 - t * t * (3 - 2 * t)
-        weight[_EYES] = 0.0  # a brow's move never carries the eye under it
         out[m] = weight[:, None] * np.array(move.direction) * height
     return out
 
