@@ -35,6 +35,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from appliance.inference.onnx_backend import onnxruntime_module
 from appliance.modelstore import ModelStore
 from appliance.vision.face_parsing_net import CLASSES, INPUT_SIDE, face_parsing_onnx
 from appliance.vision.face_pool import usable_cpus
@@ -177,12 +178,10 @@ class LazyFaceParser:
 
 def _runner(model: bytes, engine: Engine) -> Callable[[Logits], Logits]:
     if engine in ("auto", "onnxruntime"):
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            if engine == "onnxruntime":
-                raise
-        else:
+        ort = onnxruntime_module()  # the one place the runtime opens onnxruntime
+        if ort is None and engine == "onnxruntime":
+            raise ModuleNotFoundError("onnxruntime is not installed")
+        if ort is not None:
             options = ort.SessionOptions()
             options.intra_op_num_threads = min(usable_cpus(), THREADS)
             session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
