@@ -333,7 +333,7 @@ def test_turned_photo_far_side_is_filled_from_the_near_side(
     done = identity.completed
     assert done is not None and abs(yaw_degrees_of(identity.points)) > 15
     tex = done.texture_bgra
-    ids = symmetry._ids(done.uv, identity.triangles, (tex.shape[1], tex.shape[0]))
+    ids = symmetry.triangle_ids(done.uv, identity.triangles, (tex.shape[1], tex.shape[0]))
     far_tris = done.mirrored > 0.5
     far = (ids > 0) & far_tris[np.maximum(ids - 1, 0)]
     near = (ids > 0) & (done.mirrored < 0.05)[np.maximum(ids - 1, 0)] & (tex[..., 3] > 200)

@@ -56,7 +56,7 @@ from appliance.vision.mesh import (
     RIGHT_BROW,
     RIGHT_EYE,
 )
-from appliance.vision.symmetry import UNSEEN
+from appliance.vision.symmetry import UNSEEN, triangle_ids
 
 logger = logging.getLogger(__name__)
 

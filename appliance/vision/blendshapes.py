@@ -32,9 +32,9 @@ class BlendshapeModel:
 
 
 class LazyBlendshapes:
-    """The store's blendshape model, loaded on first use (enrolment only: the runtime
-    never needs it). Without the model file no scores are read, and the log says why
-    once."""
+    """The store's blendshape model, loaded on first use (an identity's held expression
+    at enrolment; a new visitor's first look in the processor). Without the model file
+    no scores are read, and the log says why once."""
 
     def __init__(self, store: ModelStore, backend: Backend) -> None:
         self.store = store

@@ -14,7 +14,7 @@ from appliance.errors import InputError, NoFaceError
 from appliance.vision.analyzer import FaceAnalyzer, decode_image
 from appliance.vision.gaze import IrisPatch, cut_irises
 from appliance.vision.hands import hand_mask
-from appliance.vision.mesh import FACE_OVAL, LEFT_EYE_EAR, RIGHT_EYE_EAR
+from appliance.vision.mesh import LEFT_EYE_EAR, RIGHT_EYE_EAR
 from appliance.vision.neutral import (
     CLOSED_GAP,
     LOWER_INNER,
@@ -25,6 +25,7 @@ from appliance.vision.neutral import (
 )
 from appliance.vision.neutralise import neutralise
 from appliance.vision.occlusion import occluders
+from appliance.vision.photo_measures import face_mask
 from appliance.vision.pixel_limit import READABLE, check_image_file
 from appliance.vision.segmentation import not_face
 from appliance.vision.symmetry import Completed, complete
@@ -202,9 +203,7 @@ def _covered(
 
 
 def _share_of_face(mask: npt.NDArray[np.uint8], points: FloatArray) -> float:
-    face = np.zeros(mask.shape[:2], np.uint8)
-    cv2.fillPoly(face, [np.round(points[list(FACE_OVAL), :2]).astype(np.int32)], 255)
-    inside = face > 0
+    inside = face_mask(mask.shape, points) > 0
     return float((mask[inside] > 0).mean()) if inside.any() else 0.0
 
 

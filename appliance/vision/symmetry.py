@@ -107,9 +107,13 @@ def photo_visibility(points: FloatArray, tris: IntArray, max_side: int) -> Float
     return triangle_visibility(points[:, :2].astype(np.float32), uv / scale, tris)
 
 
-def _ids(uv: FloatArray, tris: IntArray, size: tuple[int, int]) -> npt.NDArray[np.int32]:
+def triangle_ids(
+    uv: npt.NDArray[np.floating], tris: npt.NDArray[np.integer], size: tuple[int, int]
+) -> npt.NDArray[np.int32]:
+    """An image of ``size`` (w, h) holding at each pixel 1 + the index of the triangle
+    of ``uv`` drawn there (0: none)."""
     ids = np.zeros((size[1], size[0]), np.int32)
-    corners = np.round(uv[tris] * 16).astype(np.int32)
+    corners = np.round(np.asarray(uv, np.float64)[:, :2][tris] * 16).astype(np.int32)
     for t in range(len(tris)):
         cv2.fillConvexPoly(ids, corners[t], t + 1, cv2.LINE_8, 4)
     return ids
@@ -168,7 +172,7 @@ def complete(
     share = np.clip((mirror_vis - own_vis) / SEEN_WELL, 0.0, 1.0)
     poorly = (SEEN_POORLY[1] - own_vis) / (SEEN_POORLY[1] - SEEN_POORLY[0])
     share = (share * np.clip(poorly, 0.0, 1.0)).astype(np.float32)
-    ids = _ids(uv, tris, size)
+    ids = triangle_ids(uv, tris, size)
     own = _sample(texture_bgra, _map(uv, photo, tris, ids))
     other = _sample(texture_bgra, _map(uv, photo, tris, ids, mirror_tris))
     inside = ids > 0
