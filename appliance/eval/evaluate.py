@@ -25,7 +25,7 @@ from appliance.eval.contact_sheet import SampleKeeper
 from appliance.eval.coverage import coverage
 from appliance.eval.drawn import DrawnMesh
 from appliance.eval.recogniser import Descriptor, FaceRecogniser
-from appliance.eval.regions import band_px, crop_box, face_mask
+from appliance.eval.regions import band_px, crop_box, face_crops, face_mask
 from appliance.eval.report import (
     EXPRESSION_BLENDSHAPES,
     EvalReport,
@@ -133,7 +133,7 @@ class _ClipMeter:
         self._blendshapes(record, original, swapped, face)
         self._stability(record, original, swapped, mask)
         self._seams(record, original, swapped, face)
-        self._artefacts(record, original, swapped, face, mask, drawn=drawn)
+        self._artefacts(record, original, swapped, face, drawn=drawn)
         self._fill_step(record, original, swapped, face, drawn)
         if index % self.every == 0:
             if self.models.recogniser is not None:
@@ -182,7 +182,6 @@ class _ClipMeter:
         original: Image,
         swapped: Image,
         face: FaceLandmarks,
-        mask: Image,
         *,
         drawn: FloatArray | None,
     ) -> None:
@@ -190,19 +189,11 @@ class _ClipMeter:
             mesh = face.points if drawn is None else drawn
             record.stretch = artefacts.texture_stretch(self.enrolled, mesh)
             record.coverage = coverage(self.enrolled, mesh)
-        if self.label is not None:  # the label's letters are not the face's detail
-            lx0, ly0, lx1, ly1 = self.label.region(original.shape)
-            mask = mask.copy()
-            mask[ly0:ly1, lx0:lx1] = 0
-        x0, y0, x1, y1 = crop_box(face.points, 0, original.shape)
-        local = mask[y0:y1, x0:x1]
-        face_px = float(y1 - y0)
-        record.shading = artefacts.shading_mismatch(
-            original[y0:y1, x0:x1], swapped[y0:y1, x0:x1], local, face_px
-        )
-        record.detail_ratio = artefacts.detail_ratio(
-            original[y0:y1, x0:x1], swapped[y0:y1, x0:x1], local
-        )
+        # the label's letters are not the face's detail
+        label = None if self.label is None else self.label.region(original.shape)
+        a, b, local, face_px = face_crops(original, swapped, face.points, label)
+        record.shading = artefacts.shading_mismatch(a, b, local, face_px)
+        record.detail_ratio = artefacts.detail_ratio(a, b, local)
 
     def _stability(self, record: FrameRecord, original: Image, swapped: Image, mask: Image) -> None:
         prev = self.previous

@@ -57,7 +57,7 @@ from appliance.control.enrollment import DemoView, Enroller, Graded
 from appliance.eval import artefacts, seams
 from appliance.eval.coverage import coverage
 from appliance.eval.drawn import DrawnMesh
-from appliance.eval.regions import crop_box, face_mask
+from appliance.eval.regions import face_crops
 from appliance.media.frames import Frame, Image
 from appliance.modelstore import ModelStore
 from appliance.pipeline.processor import FrameProcessor
@@ -199,13 +199,7 @@ class PhotoGrader:
         original = view.image
         label = self.processor.labeler.region(original.shape)
         step = seams.fill_step(original, swapped, drawn, edges, visitor=visitor, exclude=label)
-        mask = face_mask(original.shape, visitor)
-        lx0, ly0, lx1, ly1 = label
-        mask[ly0:ly1, lx0:lx1] = 0
-        x0, y0, x1, y1 = crop_box(visitor, 0, original.shape)
-        shading = artefacts.shading_mismatch(
-            original[y0:y1, x0:x1], swapped[y0:y1, x0:x1], mask[y0:y1, x0:x1], float(y1 - y0)
-        )
+        shading = artefacts.shading_mismatch(*face_crops(original, swapped, visitor, label))
         return RenderFigures(
             view.name,
             view.frontal,

@@ -18,6 +18,7 @@ from appliance.vision.mesh import FACE_OVAL
 logger = logging.getLogger(__name__)
 
 Mask = npt.NDArray[np.uint8]
+Image = npt.NDArray[np.uint8]
 BAND_FRACTION = 0.02  # seam band half-width, as a share of the face height
 MIN_BAND_PX = 2
 
@@ -53,3 +54,25 @@ def crop_box(
     x1 = min(width, int(np.ceil(oval[:, 0].max())) + margin_px + 1)
     y1 = min(height, int(np.ceil(oval[:, 1].max())) + margin_px + 1)
     return x0, y0, x1, y1
+
+
+def face_crops(
+    original: Image,
+    swapped: Image,
+    points: npt.NDArray[np.floating],
+    exclude: tuple[int, int, int, int] | None = None,
+) -> tuple[Image, Image, Mask, float]:
+    """The face's box cut from both images, the face mask in it (``exclude``, a box in
+    image pixels such as the AI label's, left out) and the box's height: what the
+    shading and detail figures compare."""
+    mask = face_mask(original.shape, points)
+    if exclude is not None:
+        ex0, ey0, ex1, ey1 = exclude
+        mask[ey0:ey1, ex0:ex1] = 0
+    x0, y0, x1, y1 = crop_box(points, 0, original.shape)
+    return (
+        original[y0:y1, x0:x1],
+        swapped[y0:y1, x0:x1],
+        mask[y0:y1, x0:x1],
+        float(y1 - y0),
+    )

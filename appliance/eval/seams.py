@@ -123,10 +123,7 @@ def mean_alpha(
     alpha: Image, uv: npt.NDArray[np.floating], tris: npt.NDArray[np.integer]
 ) -> npt.NDArray[np.float64]:
     """Per triangle, the mean alpha of the texture pixels it covers (255 when none)."""
-    ids = np.zeros(alpha.shape[:2], np.int32)
-    corners = np.round(np.asarray(uv, np.float64)[:, :2][tris] * 16).astype(np.int32)
-    for t in range(len(tris)):
-        cv2.fillConvexPoly(ids, corners[t], t + 1, cv2.LINE_8, 4)
+    ids = triangle_ids(uv, tris, (alpha.shape[1], alpha.shape[0]))
     sums = np.bincount(
         ids.ravel(), weights=alpha.ravel().astype(np.float64), minlength=len(tris) + 1
     )
