@@ -10,6 +10,7 @@ found is skipped with the places looked at.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -59,8 +60,17 @@ def dependency_venv(python: Path, version: str, wheel: Path) -> Path:
     key = hashlib.sha256(wheel.name.encode() + (REPO / "pyproject.toml").read_bytes())
     env_dir = CACHE / "pythons" / f"{version}-{key.hexdigest()[:12]}"
     ready = env_dir / ".ready"
-    if ready.exists():
-        return env_dir
+    env_dir.parent.mkdir(parents=True, exist_ok=True)
+    # one builder at a time: a second test run at once would rebuild it under the first
+    with open(env_dir.with_name(env_dir.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            _build_venv(python, env_dir, wheel)
+            ready.touch()
+    return env_dir
+
+
+def _build_venv(python: Path, env_dir: Path, wheel: Path) -> None:
     shutil.rmtree(env_dir, ignore_errors=True)
     subprocess.run([str(python), "-m", "venv", str(env_dir)], check=True, timeout=300)
     pip = [str(env_dir / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -68,8 +78,6 @@ def dependency_venv(python: Path, version: str, wheel: Path) -> Path:
     for step in steps:
         proc = subprocess.run(step, capture_output=True, text=True, timeout=1200, check=False)
         assert proc.returncode == 0, f"{' '.join(step)}:\n{proc.stderr[-3000:]}"
-    ready.touch()
-    return env_dir
 
 
 @pytest.mark.parametrize("version", OTHERS)
