@@ -1,8 +1,9 @@
-"""Login and password-form lock-out: per (account, client address), with a global slow-down."""
+"""Login and password-form lock-out: per client address (and IPv6 /64), with a slow-down."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -17,8 +18,10 @@ from tests.test_web_support import (
     page_token,
     post,
 )
-from web_ui.ratelimit import LoginLimiter, client_key
+from web_ui.client_keys import client_of
+from web_ui.ratelimit import LoginLimiter
 from web_ui.slowdown import GlobalSlowdown
+from web_ui.trusted_clients import TrustedClients
 
 
 @pytest.fixture
@@ -50,44 +53,53 @@ def test_wrong_passwords_from_one_address_do_not_lock_out_another(app: Flask) ->
     assert login(stranger, PASSWORD).status_code == 429  # and stays locked
 
 
-def test_an_ipv6_host_counts_as_its_64(app: Flask) -> None:
-    for host in range(1, 6):
-        login(_from(app, f"2001:db8:1:2::{host}"), "guess")
-    assert login(_from(app, "2001:db8:1:2::99"), PASSWORD).status_code == 429
+def test_an_ipv6_host_counts_by_its_address_and_its_64_by_a_larger_budget(app: Flask) -> None:
+    lan = "2001:db8:1:2::"
+    for _ in range(5):
+        response = login(_from(app, f"{lan}66"), "guess")
+    assert response.status_code == 429  # that host is locked out...
+    assert login(_from(app, f"{lan}20"), PASSWORD).status_code == 302  # ...not its /64 (the LAN)
+    for host in range(0x100, 0x10F):  # one host taking new addresses in its /64: 20 failures
+        assert login(_from(app, f"{lan}{host:x}"), "guess").status_code in (401, 429)
+    assert login(_from(app, f"{lan}99"), PASSWORD).status_code == 429  # now the /64 is locked
+    assert login(_from(app, f"{lan}20"), PASSWORD).status_code == 302  # but not who logged in
     assert login(_from(app, "2001:db8:1:3::1"), PASSWORD).status_code == 302
-    assert client_key("::ffff:10.0.0.1") == "10.0.0.1" and client_key(None) == "?"
+    assert client_of("::ffff:10.0.0.1") == ("10.0.0.1", "10.0.0.1")
+    assert client_of(f"{lan}5") == (f"{lan}5", "2001:db8:1:2::/64")
+    assert client_of("fe80::1%eth0") == ("fe80::1", "fe80::/64") and client_of(None)[0] == "?"
 
 
-def test_a_spray_from_many_addresses_is_slowed_down_for_new_addresses(
+def test_a_spray_from_many_addresses_is_slowed_down_beyond_each_address_share(
     app: Flask, clock: FakeClock
 ) -> None:
-    """At most 30 password checks per 60 s from addresses that never logged in, in all."""
+    """Each address has 2 checks a minute of its own; beyond them all share 30 a minute."""
     admin = _from(app, "10.1.0.1")
     assert login(admin, PASSWORD).status_code == 302  # the admin's address is now trusted
     post(admin, "/logout")
-    for guess in range(29):  # the admin's first login took a place; 3 guesses an address
-        assert login(_from(app, f"10.2.0.{guess // 3}"), "guess").status_code == 401
+    for guess in range(60):  # 15 addresses, 4 guesses each: their 30 own checks and the 30 shared
+        assert login(_from(app, f"10.2.0.{guess // 4}"), "guess").status_code == 401
     clock.now += 20
-    response = login(_from(app, "10.3.0.1"), PASSWORD)  # even the right password: slowed
+    response = login(_from(app, "10.2.0.1"), PASSWORD)  # even the right password: slowed
     assert response.status_code == 429
     assert "Too many attempts; try again in 40 s." in response.text
     assert response.headers["Retry-After"] == "40"
+    assert login(_from(app, "10.3.0.1"), PASSWORD).status_code == 302  # a new address: its own
     assert login(admin, PASSWORD).status_code == 302  # a trusted address is not slowed
     clock.now += 40  # the window has room again
-    assert login(_from(app, "10.3.0.1"), PASSWORD).status_code == 302
+    assert login(_from(app, "10.2.0.1"), PASSWORD).status_code == 302
 
 
-def test_the_global_slow_down_is_bounded() -> None:
+def test_the_slow_down_is_bounded() -> None:
     clock = FakeClock()
-    slowdown = GlobalSlowdown(max_checks=3, window_s=10, max_trusted=2, clock=clock)
-    assert [slowdown.take(f"a{i}") for i in range(4)] == [0, 0, 0, 10]
+    slowdown = GlobalSlowdown(max_checks=3, window_s=10, share=1, max_addresses=2, clock=clock)
+    assert [slowdown.take("a1") for _ in range(5)] == [0, 0, 0, 0, 10]  # its own, then the pool
+    assert slowdown.take("a2") == 0  # its own share: the full pool does not matter
+    assert slowdown.take("a3") == 10  # two addresses hold a share: a third has only the pool
     clock.now += 4
-    assert slowdown.take("a9") == 6
-    for name in ("t1", "t2", "t3"):
-        slowdown.trust(name)
-    assert slowdown.take("t3") == 0 and slowdown.take("t1") == 6  # t1 forgotten: at most 2
-    clock.now += 6
-    assert slowdown.take("a9") == 0
+    assert slowdown.take("a3") == 6
+    clock.now += 6  # every check has left the window: the shares are forgotten
+    assert slowdown.take("a3") == 0 and slowdown.take("a4") == 0
+    assert slowdown.take("a5") == 0 and slowdown.take("a5") == 0  # a1's share, then the pool
 
 
 def test_the_password_form_locks_after_repeated_wrong_current_passwords(
@@ -142,3 +154,17 @@ def test_concurrent_guesses_cannot_pass_the_count_together(
     checked = [r for r in caplog.records if r.getMessage().startswith("failed admin login")]
     assert len(statuses) == 8 and set(statuses) <= {401, 429} and 429 in statuses
     assert len(checked) == 5  # the password was compared 5 times, not 8
+
+
+def test_the_trusted_addresses_are_bounded_expire_and_survive_a_bad_file(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "web" / "trusted_clients.json"
+    trusted = TrustedClients(path, trust_s=100, max_clients=2, clock=clock)
+    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):
+        trusted.trust(address)
+    again = TrustedClients(path, trust_s=100, max_clients=2, clock=clock)
+    assert [a in again for a in ("10.0.0.1", "10.0.0.2", "10.0.0.3")] == [False, True, True]
+    clock.now += 100
+    assert "10.0.0.2" not in TrustedClients(path, trust_s=100, clock=clock)  # expired
+    path.write_text("{not json", encoding="utf-8")
+    assert len(TrustedClients(path, clock=clock)) == 0  # logged, and an empty list

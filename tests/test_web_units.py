@@ -19,7 +19,7 @@ from tests.test_web_support import FakeClock, encode, photo
 from web_ui.config import WebConfig, load_web_config
 from web_ui.errors import WebConfigError
 from web_ui.metrics import render_metrics
-from web_ui.ratelimit import LoginLimiter
+from web_ui.ratelimit import LockTable
 from web_ui.secret_key import KEY_BYTES, load_or_create_secret
 
 
@@ -51,30 +51,36 @@ def test_a_bad_web_config_names_the_key(tmp_path: Path, text: str, message: str)
         load_web_config(path)
 
 
-def test_the_limiter_forgets_success_and_stays_bounded() -> None:
+def test_the_lock_table_forgets_success_and_stays_bounded() -> None:
     clock = FakeClock()
-    limiter = LoginLimiter(max_failures=2, lock_s=10, max_lock_s=25, max_keys=3, clock=clock)
-    limiter.failed(["a"])
-    limiter.succeeded(["a"])
-    limiter.failed(["a"])
-    assert limiter.locked_for(["a"]) == 0  # the success cleared the first failure
-    limiter.failed(["a"])
-    assert limiter.locked_for(["a", "b"]) == 10
+    table = LockTable(max_failures=2, lock_s=10, max_lock_s=25, max_keys=3)
+
+    def fail(key: str) -> None:
+        table.fail(key, clock.now)
+
+    fail("a")
+    table.clear("a")
+    fail("a")
+    assert table.locked_for("a", clock.now) == 0  # the success cleared the first failure
+    fail("a")
+    assert table.locked_for("a", clock.now) == 10 and table.locked_for("b", clock.now) == 0
     clock.now += 10
-    limiter.failed(["a"])
-    limiter.failed(["a"])
-    assert limiter.locked_for(["a"]) == 20
+    fail("a")
+    table.forgive("a")  # a right password takes its counted failure back
+    fail("a")
+    fail("a")
+    assert table.locked_for("a", clock.now) == 20
     clock.now += 20
-    limiter.failed(["a"])
-    limiter.failed(["a"])
-    assert limiter.locked_for(["a"]) == 25  # capped
+    fail("a")
+    fail("a")
+    assert table.locked_for("a", clock.now) == 25  # capped
     for key in ("k1", "k2", "k3", "k4"):
-        limiter.failed([key])
-    assert limiter.locked_for(["a"]) == 25  # a flood of new names does not free a locked key
-    assert len(limiter._records) == 3
+        fail(key)
+    assert table.locked_for("a", clock.now) == 25  # a flood of new keys does not free a locked one
+    assert len(table) == 3
     clock.now += 25
-    limiter.failed(["k5"])
-    assert limiter.locked_for(["a"]) == 0 and "a" not in limiter._records
+    fail("k5")
+    assert table.locked_for("a", clock.now) == 0 and "a" not in table
 
 
 def test_the_log_buffer_keeps_recent_warnings_only() -> None:

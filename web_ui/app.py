@@ -20,7 +20,7 @@ from flask import Flask
 from appliance.control.api import MirrorControl
 from appliance.control.uploads import MAX_UPLOAD_BYTES
 from appliance.paths import web_dir
-from web_ui import csrf, errorpages, filters, security
+from web_ui import csrf, errorpages, filters, scrape_token, security
 from web_ui.auth_store import HASH_METHOD, USERNAME, AuthStore
 from web_ui.blueprints import auth, dashboard, health, identities, logs, preview, settings
 from web_ui.config import WebConfig
@@ -29,12 +29,14 @@ from web_ui.preview_slots import PreviewSlots
 from web_ui.ratelimit import LoginLimiter
 from web_ui.secret_key import load_or_create_secret
 from web_ui.sessions import SessionRegistry
+from web_ui.trusted_clients import TrustedClients
 
 logger = logging.getLogger(__name__)
 
 FORM_OVERHEAD_BYTES = 64 * 1024  # multipart headers and the other fields around a photo
 AUTH_NAME = "auth.json"
 SECRET_NAME = "secret_key"
+TRUSTED_NAME = "trusted_clients.json"  # addresses that logged in (web_ui.trusted_clients)
 
 
 def print_password(password: str) -> None:
@@ -74,6 +76,8 @@ def create_app(
     app.jinja_env.lstrip_blocks = True
     if test_config:
         app.config.from_mapping(test_config)
+    app.config[scrape_token.CONFIG_KEY] = directory / scrape_token.TOKEN_NAME
+    scrape_token.load_or_create_token(app.config[scrape_token.CONFIG_KEY])  # made at first start
     store = AuthStore(directory / AUTH_NAME, app.config["PASSWORD_HASH_METHOD"])
     if not store.exists():
         announce(store.provision())
@@ -81,7 +85,7 @@ def create_app(
     app.extensions[EXTENSION_KEY] = WebContext(
         control,
         store,
-        limiter or LoginLimiter(),
+        limiter or LoginLimiter(trusted=TrustedClients(directory / TRUSTED_NAME)),
         config,
         SessionRegistry(lifetime.total_seconds()),
         PreviewSlots(config.max_preview_clients, config.preview_stall_s),

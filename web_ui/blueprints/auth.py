@@ -1,8 +1,10 @@
 """Log in (rate-limited), log out, and change the password (forced at the first login).
 
-The login and the password form share one lock-out per (account, client
-address) and the global slow-down (``web_ui.ratelimit``). Logging out
-closes the login on the server; a password change closes every other one.
+The login and the password form share one lock-out per client address
+(whatever user name it tries), its IPv6 /64's, and the slow-down
+(``web_ui.ratelimit``). Logins, wrong passwords and password changes are
+security events (``web_ui.audit``). Logging out closes the login on the
+server; a password change closes every other one.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import logging
 from flask import Blueprint, flash, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 
+from web_ui import audit
+from web_ui.client_keys import ClientKey, client_of
 from web_ui.context import web_context
 from web_ui.csrf import new_token
 from web_ui.errors import PasswordError, WrongPasswordError
-from web_ui.ratelimit import attempt_key, client_key
 from web_ui.security import logged_in
 
 logger = logging.getLogger(__name__)
@@ -26,8 +29,8 @@ WRONG = "Wrong user name or password."
 LOCKED = "Too many attempts; try again in {seconds} s."
 
 
-def _client() -> str:
-    return client_key(request.remote_addr)
+def _client() -> ClientKey:
+    return client_of(request.remote_addr)
 
 
 def _locked(seconds: int, username: str) -> ResponseReturnValue:
@@ -56,17 +59,16 @@ def _attempt() -> ResponseReturnValue:
     username = request.form.get("username", "").strip()
     password = request.form.get("password", "")
     client = _client()
-    key = attempt_key(username, client)
-    wait_s = ctx.limiter.attempt(key, client)
+    wait_s = ctx.limiter.attempt(client)
     if wait_s:
         return _locked(wait_s, username)
     if not ctx.auth.verify(username, password):
-        logger.warning("failed admin login from %s", request.remote_addr)
-        wait_s = ctx.limiter.locked_for([key])
+        audit.warning("failed admin login from %s", request.remote_addr)
+        wait_s = ctx.limiter.locked_for(client)
         if wait_s:
             return _locked(wait_s, username)
         return render_template("login.html", error=WRONG, username=username), 401
-    ctx.limiter.logged_in(key, client)
+    ctx.limiter.logged_in(client)
     return _logged_in()
 
 
@@ -78,7 +80,7 @@ def _logged_in() -> ResponseReturnValue:
     session["gen"] = account.generation
     session["sid"] = web_context().sessions.open()
     new_token()
-    logger.info("admin logged in from %s", request.remote_addr)
+    audit.info("admin logged in from %s", request.remote_addr)
     if account.must_change:
         flash("Choose your own password before going on.", "info")
         return redirect(url_for("auth.password"))
@@ -107,26 +109,29 @@ def password() -> ResponseReturnValue:
         errors["confirm"] = "The two new passwords are not the same."
         return render_template("password.html", errors=errors, forced=forced), 400
     client = _client()
-    key = attempt_key(ctx.auth.account().username, client)
-    wait_s = ctx.limiter.attempt(key, client)
+    wait_s = ctx.limiter.attempt(client)
     if wait_s:
         return _password_locked(wait_s, forced)
     try:
         account = ctx.auth.change(current, new)
     except WrongPasswordError as exc:
-        logger.warning("wrong current password on the password form from %s", request.remote_addr)
-        wait_s = ctx.limiter.locked_for([key])
+        audit.warning("wrong current password on the password form from %s", request.remote_addr)
+        wait_s = ctx.limiter.locked_for(client)
         if wait_s:
             return _password_locked(wait_s, forced)
         errors["current"] = str(exc).capitalize() + "."
     except PasswordError as exc:  # the current one was right: a bad new one is no guess
-        ctx.limiter.succeeded([key])
+        ctx.limiter.right_password(client)
         errors["new"] = str(exc).capitalize() + "."
     if errors:
         return render_template("password.html", errors=errors, forced=forced), 400
-    ctx.limiter.logged_in(key, client)
+    ctx.limiter.logged_in(client)
     closed = ctx.sessions.close_all()
-    logger.info("password changed: %s login(s) closed, this one reopened", closed)
+    audit.info(
+        "password changed from %s: %s login(s) closed, this one reopened",
+        request.remote_addr,
+        closed,
+    )
     session["gen"] = account.generation
     session["sid"] = ctx.sessions.open()
     flash("Password changed.", "ok")

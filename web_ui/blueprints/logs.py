@@ -1,4 +1,8 @@
-"""Recent warnings and errors, newest first."""
+"""Recent security events (logins, wrong passwords, lock-outs) and, apart, warnings and errors.
+
+Both newest first; security events come from a ring of their own, so a flood
+of other warnings never pushes them off this page.
+"""
 
 from __future__ import annotations
 
@@ -16,4 +20,7 @@ bp = Blueprint("logs", __name__)
 
 @bp.get("/logs")
 def index() -> ResponseReturnValue:
-    return render_template("logs.html", entries=web_context().control.recent_logs())
+    entries = web_context().control.recent_logs()
+    security = [entry for entry in entries if entry.security]
+    others = [entry for entry in entries if not entry.security]
+    return render_template("logs.html", security=security, entries=others)
