@@ -16,6 +16,7 @@ import logging
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -99,9 +100,9 @@ class Vm:
         return None
 
     def healthz(self) -> tuple[int, str] | None:
-        url = f"http://127.0.0.1:{self.port}/healthz"
+        url = f"https://127.0.0.1:{self.port}/healthz"
         try:
-            with urllib.request.urlopen(url, timeout=10) as answer:
+            with urllib.request.urlopen(url, timeout=10, context=GUEST_TLS) as answer:
                 return int(answer.status), answer.read().decode(errors="replace")
         except urllib.error.HTTPError as exc:
             return int(exc.code), exc.read().decode(errors="replace")
@@ -273,6 +274,10 @@ def probes(console: str, since: int = 0) -> list[dict[str, str]]:
     return found
 
 
+# the guest's own certificate, made at its first start (its fingerprint: test_image_boot.py)
+GUEST_TLS = ssl.create_default_context()
+GUEST_TLS.check_hostname = False
+GUEST_TLS.verify_mode = ssl.CERT_NONE
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -282,9 +287,10 @@ def change_password(port: int, old: str, new: str) -> str:
     import http.cookiejar
     import urllib.parse
 
-    base = f"http://127.0.0.1:{port}"
+    base = f"https://127.0.0.1:{port}"
     opener = urllib.request.build_opener(
-        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
+        urllib.request.HTTPSHandler(context=GUEST_TLS),
     )
 
     def form(path: str, fields: dict[str, str]) -> str:

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from appliance.device.certificate import fingerprint_of
 from appliance.media.overlays import ACCENT_RGB, BACKGROUND_RGB, TEXT_RGB, FirstBootInfo
 from appliance.modelstore import ModelStore
 from tests.image_screens import check_label, check_problem_line, shot_rgb, warning_ink
@@ -60,6 +61,7 @@ PASSWORD_LINE = "admin password (first start"
 UNIT = "/etc/systemd/system/mirror.service"
 WANTS = "/etc/systemd/system/multi-user.target.wants"
 NOTICE = "/var/lib/mirror/web/first-boot.txt"
+TLS_CERT = "/var/lib/mirror/web/tls-cert.pem"
 GUEST_IP = "10.0.2.15"  # QEMU's user network gives the guest this address
 # Test-only units added to copies. The probe says every 10 s on the console what systemd
 # knows of mirror.service and what the first boot left for the screen.
@@ -241,6 +243,8 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
     for path in (
         *SECRETS[:2],
         NOTICE,
+        TLS_CERT,
+        "/var/lib/mirror/web/tls-key.pem",
         "/etc/ssh/ssh_host_ed25519_key",
     ):
         assert not pristine.exists(path), path
@@ -278,10 +282,14 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
     told = probes(vm_b1.console())
     assert told and told[-1]["problem"] == BAD_VENUE_PROBLEM, told[-3:]
     _check_first_boot_screen(shot_b)
-    info = FirstBootInfo(GUEST_IP, f"http://{GUEST_IP}:8000/", _console_password(vm_b1))
-    check_problem_line(shot_b, font, _frame_size(argv), info, BAD_VENUE_PROBLEM)
     other, journal, reader = _secrets(disk_b, tmp_path)
+    cert = reader.read(TLS_CERT)  # made at the first start: its fingerprint is on the screen
     reader.close()
+    assert cert is not None
+    fingerprint = fingerprint_of(cert.decode("ascii"))
+    url = f"https://{GUEST_IP}:8000/"
+    info = FirstBootInfo(GUEST_IP, url, _console_password(vm_b1), fingerprint)
+    check_problem_line(shot_b, font, _frame_size(argv), info, BAD_VENUE_PROBLEM)
     for path in SECRETS:
         assert other[path] and other[path] != first[path], path
     assert journal.count(PASSWORD_LINE) == 1

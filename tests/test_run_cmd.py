@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -16,6 +17,10 @@ from appliance.modelstore import ModelStore
 from tests.test_supervision import FakeSystemd, systemd  # noqa: F401 (a fixture)
 
 MIRROR = [sys.executable, "-m", "appliance.cli.main"]
+# the admin page's own certificate is checked in tests/test_web_tls.py
+_TLS = ssl.create_default_context()
+_TLS.check_hostname = False
+_TLS.verify_mode = ssl.CERT_NONE
 
 
 def test_sigterm_stops_the_mirror_cleanly_with_a_summary() -> None:
@@ -49,7 +54,7 @@ def test_mirror_run_serves_the_admin_page_and_announces_the_password(
     proc = _start(["--no-preview", "--status-every", "0"], env)
     try:
         url = _admin_url(proc)
-        with urllib.request.urlopen(url + "healthz", timeout=10) as response:
+        with urllib.request.urlopen(url + "healthz", timeout=10, context=_TLS) as response:
             health = json.loads(response.read())
         assert set(health) == {"status", "running"} and health["running"] is True
         proc.send_signal(signal.SIGTERM)
@@ -137,7 +142,7 @@ def _admin_url(proc: subprocess.Popen[str]) -> str:
     """The admin page's address, from the first line `mirror run` prints."""
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    assert "admin page at http://127.0.0.1:" in line, (line, proc.poll())
+    assert "admin page at https://127.0.0.1:" in line, (line, proc.poll())
     return line.split("admin page at ")[1].strip()
 
 
@@ -150,7 +155,7 @@ def _missing_video_node() -> str:
 
 def _healthz(url: str) -> tuple[int, dict[str, Any]]:
     try:
-        with urllib.request.urlopen(url + "healthz", timeout=10) as response:
+        with urllib.request.urlopen(url + "healthz", timeout=10, context=_TLS) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())

@@ -2,12 +2,14 @@
 
 The real thing runs on 127.0.0.1: a ``PipelineRunner`` over the paced demo
 camera with the real processor, ``ControlCore`` with its preview sink, and
-the Flask app under waitress, all with their files in a temporary data
-directory. Chromium, driven by Selenium through Debian's chromedriver at a
-phone's window size, logs in with the generated password, is made to change
-it, logs in again, changes settings, uploads an identity and makes it active,
-uploads a blurred photo and is shown the check's hint and the preview on both
-demo faces, and watches the live preview. Screenshots go to ``test-output/browser/``.
+the Flask app served over HTTPS with the device's own certificate as
+``mirror run`` serves it, all with their files in a temporary data
+directory (Chromium trusts that one certificate by its key's fingerprint).
+Chromium, driven by Selenium through Debian's chromedriver at a phone's window
+size, logs in with the generated password, is made to change it, logs in
+again, changes settings, uploads an identity and makes it active, uploads a
+blurred photo and is shown the check's hint and the preview on both demo
+faces, and watches the live preview. Screenshots go to ``test-output/browser/``.
 
 Skips, saying why, where Chromium, chromedriver or Selenium is missing
 (``make test`` installs them when it can).
@@ -15,7 +17,9 @@ Skips, saying why, where Chromium, chromedriver or Selenium is missing
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import shutil
 import time
 from collections.abc import Iterator
@@ -24,11 +28,14 @@ from pathlib import Path
 
 import cv2
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from appliance.config import Settings, load_settings, save_settings
 from appliance.control.core import ControlCore
+from appliance.device.certificate import DeviceCertificate, ensure_certificate
 from appliance.media.demo_source import DemoSource
-from appliance.paths import DATA_DIR_ENV, data_dir
+from appliance.paths import DATA_DIR_ENV, data_dir, web_dir
 from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
@@ -38,7 +45,7 @@ from tests.test_web_support import model_store, photo
 from tests.waiting import wait_for
 from web_ui.app import create_app
 from web_ui.config import WebConfig
-from web_ui.server import WebServer, serve
+from web_ui.server import serve
 
 try:
     from selenium import webdriver
@@ -91,10 +98,19 @@ class Served:
     telemetry: Telemetry
     base: Path
     passwords: list[str]
+    spki: str  # the base64 SHA-256 of the certificate's public key, which Chromium trusts
 
     @property
     def settings_path(self) -> Path:
         return self.base / "config.yaml"
+
+
+def _spki_sha256(cert: DeviceCertificate) -> str:
+    loaded = x509.load_pem_x509_certificate(cert.cert_path.read_bytes())
+    spki = loaded.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode("ascii")
 
 
 @pytest.fixture
@@ -130,10 +146,11 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
         stack.callback(runner.stop)
         config = WebConfig(port=0)
         app = create_app(control, config=config, announce=passwords.append)
-        server: WebServer = serve(app, config.host, config.port, config.threads)
+        cert = ensure_certificate(web_dir(), [config.host])
+        server = serve(app, config.host, config.port, config.threads, tls=cert.server_context())
         stack.callback(server.stop)
         assert len(passwords) == 1, "the first start announces the generated password"
-        yield Served(server.url, control, telemetry, base, passwords)
+        yield Served(server.url, control, telemetry, base, passwords, _spki_sha256(cert))
 
 
 @pytest.fixture
@@ -142,6 +159,7 @@ def browser(served: Served) -> Iterator[WebDriver]:
     options.binary_location = str(CHROMIUM)
     for arg in CHROME_ARGS:
         options.add_argument(arg)
+    options.add_argument(f"--ignore-certificate-errors-spki-list={served.spki}")
     # headless windows are at least 500 px wide: emulate the phone's viewport as well
     width, height = PHONE
     metrics = {"width": width, "height": height, "pixelRatio": 1.0, "mobile": True, "touch": True}

@@ -1,4 +1,5 @@
-"""Live-preview slots over a real waitress server: clients that stop reading lose theirs.
+"""Live-preview slots over a real server (plain HTTP and HTTPS): clients that stop reading
+lose theirs.
 
 Raw sockets log in with the session cookie, ask for the stream and never
 read; real photos flow through the preview hub meanwhile. A fourth client
@@ -11,6 +12,7 @@ from __future__ import annotations
 import http.cookiejar
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -23,11 +25,15 @@ import pytest
 from flask import Flask
 
 from tests.test_web_support import PASSWORD, TOKEN_RE, Mirror, build_app, photo
+from tests.web_served import serve_tls
 from web_ui.config import WebConfig
 from web_ui.context import web_context
 from web_ui.server import WebServer, serve
 
 STALL_S = 2.0
+CLIENT_TLS = ssl.create_default_context()  # the certificate itself: tests/test_web_tls.py
+CLIENT_TLS.check_hostname = False
+CLIENT_TLS.verify_mode = ssl.CERT_NONE
 BOUND_S = 30.0  # the stalled clients' buffers fill, then STALL_S: measured ~4 s here
 
 
@@ -36,8 +42,8 @@ def app(mirror: Mirror) -> Flask:
     return build_app(mirror, config=WebConfig(preview_stall_s=STALL_S))
 
 
-@pytest.fixture
-def server(app: Flask, mirror: Mirror) -> Iterator[WebServer]:
+@pytest.fixture(params=["http", "https"])
+def server(app: Flask, mirror: Mirror, request: pytest.FixtureRequest) -> Iterator[WebServer]:
     """The server, with real photos published to the preview as fast as a camera would."""
     hub = mirror.control.preview_sink.hub
     hub.reopen()
@@ -53,7 +59,10 @@ def server(app: Flask, mirror: Mirror) -> Iterator[WebServer]:
 
     publisher = threading.Thread(target=publish, daemon=True)
     publisher.start()
-    server = serve(app, "127.0.0.1", 0)
+    if request.param == "https":
+        server = serve_tls(app, mirror.web_dir)
+    else:
+        server = serve(app, "127.0.0.1", 0)
     try:
         yield server
     finally:
@@ -66,7 +75,9 @@ def server(app: Flask, mirror: Mirror) -> Iterator[WebServer]:
 def _opener(server: WebServer) -> tuple[urllib.request.OpenerDirector, str]:
     """A logged-in opener and its session cookie."""
     jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(jar), urllib.request.HTTPSHandler(context=CLIENT_TLS)
+    )
     with opener.open(f"{server.url}login", timeout=10) as response:
         token = TOKEN_RE.search(response.read().decode())
     assert token is not None
@@ -80,6 +91,8 @@ def _opener(server: WebServer) -> tuple[urllib.request.OpenerDirector, str]:
 
 def _never_reading(server: WebServer, cookie: str) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    if server.tls is not None:
+        sock = CLIENT_TLS.wrap_socket(sock, server_hostname="127.0.0.1")
     request = f"GET /preview.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n"
     sock.sendall(request.encode("ascii"))
     return sock

@@ -1,7 +1,8 @@
 """The admin UI's own settings: where it listens, from ``<data dir>/web/web.yaml``.
 
 Provisioning writes the LAN interface's address here; without the file the
-UI listens on 127.0.0.1 only (development). A bad file raises
+UI listens on 127.0.0.1 only (development). HTTPS unless ``tls: false``;
+``allowed_hosts`` adds names the page may be reached by (``web_ui.hosts``). A bad file raises
 ``WebConfigError`` naming the key and value.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,6 +23,7 @@ from web_ui.errors import WebConfigError
 logger = logging.getLogger(__name__)
 
 CONFIG_NAME = "web.yaml"
+HOST_NAME = re.compile(r"[A-Za-z0-9.-]{1,253}|\[?[0-9A-Fa-f:.]{2,45}\]?")
 
 
 class WebConfig(BaseModel):
@@ -43,6 +46,17 @@ class WebConfig(BaseModel):
         description="A live preview whose client has read nothing for this long is closed.",
     )
     session_hours: float = Field(12.0, gt=0, le=720, description="A login lasts this long.")
+    tls: bool = Field(
+        True,
+        description="HTTPS with the device's own certificate; plain HTTP on the same port only "
+        "redirects. false: plain HTTP (only behind a venue's HTTPS proxy).",
+    )
+    allowed_hosts: tuple[str, ...] = Field(
+        (),
+        max_length=32,
+        description="Names the page may be reached by besides the device's own (host name, "
+        "<name>.local, its addresses, localhost): e.g. a name in the venue's DNS.",
+    )
 
     @field_validator("host")
     @classmethod
@@ -52,6 +66,16 @@ class WebConfig(BaseModel):
         except ValueError as exc:
             raise ValueError(f"must be an IP address such as 192.168.1.20, got {value!r}") from exc
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not HOST_NAME.fullmatch(name):
+                raise ValueError(
+                    f"must be host names or addresses such as mirror.example, got {name!r}"
+                )
+        return tuple(name.lower().rstrip(".") for name in value)
 
 
 def load_web_config(path: Path | None = None) -> WebConfig:

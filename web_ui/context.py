@@ -32,6 +32,8 @@ class WebContext:
     stopping: threading.Event = field(default_factory=threading.Event)
     # set by the server while it serves: closes the connection from (address, port)
     close_connection: Callable[[str, int], None] | None = None
+    # set by the server while it serves HTTPS: plain HTTP requests are only redirected
+    https_only: bool = False
 
 
 def web_context(app: Flask | None = None) -> WebContext:

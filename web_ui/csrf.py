@@ -4,7 +4,8 @@ Forms carry it as the hidden field ``csrf_token`` (templates call
 ``csrf_token()``); scripts send it in the ``X-CSRF-Token`` header (the page
 has it in ``<meta name="csrf-token">``). A missing or wrong token is a 400
 with a message that says what to do. A request whose ``Origin`` header names
-another site is refused the same way (browsers send ``null`` instead of our
+another site (not one of the device's own hosts, ``web_ui.hosts``, on this
+port) is refused the same way (browsers send ``null`` instead of our
 origin under our ``no-referrer`` policy, and some send none: both pass on
 to the token check).
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from urllib.parse import urlsplit
 
 from flask import Flask, abort, request, session
+
+from web_ui.context import web_context
+from web_ui.hosts import allowed_hosts
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +48,15 @@ def check_csrf() -> None:
     if request.method not in UNSAFE_METHODS:
         return
     if _foreign_origin():
-        logger.warning(
+        # anyone on the LAN can send these: INFO, not a warning per request (journal, logs page)
+        logger.info(
             "rejected %s %s from origin %s", request.method, request.path, request.headers["Origin"]
         )
         abort(400, description=REJECTED)
     expected = session.get(SESSION_KEY)
     sent = request.headers.get(HEADER) or request.form.get(FIELD)
     if not isinstance(expected, str) or not sent or not _same(expected, sent):
-        logger.warning("rejected %s %s: missing or wrong CSRF token", request.method, request.path)
+        logger.info("rejected %s %s: missing or wrong CSRF token", request.method, request.path)
         abort(400, description=REJECTED)
 
 
@@ -60,7 +64,8 @@ def _foreign_origin() -> bool:
     origin = request.headers.get("Origin", "").strip()
     if not origin or origin == "null":
         return False
-    return urlsplit(origin).netloc.lower() != request.host.lower()
+    hosts = allowed_hosts(web_context().config.allowed_hosts)
+    return not hosts.allows_origin(origin, request.host, request.scheme)
 
 
 def _same(expected: str, sent: str) -> bool:

@@ -6,18 +6,22 @@ session is valid while its login id is open on the server (``web_ui.sessions``:
 logging out and password changes close it) and its account ``generation`` is
 current (a password change ends every other login, across restarts too).
 Session cookies are HttpOnly, SameSite=Lax, and Secure whenever the request
-came over HTTPS.
+came over HTTPS. Before anything else, a request whose ``Host`` is not one of
+the device's own names or addresses is refused (``web_ui.hosts``: DNS
+rebinding), and while the server serves HTTPS a plain HTTP request is only
+redirected to the same address over HTTPS.
 """
 
 from __future__ import annotations
 
 import logging
 
-from flask import Flask, Request, Response, jsonify, redirect, request, session, url_for
+from flask import Flask, Request, Response, abort, jsonify, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 
 from web_ui.context import web_context
+from web_ui.hosts import allowed_hosts
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +47,28 @@ class HttpsAwareSessionInterface(SecureCookieSessionInterface):
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config["SESSION_COOKIE_SECURE"]) or request.is_secure
+
+
+def foreign_host_message(host: str) -> str:
+    return (
+        f"This page was asked for as {host[:100]!r}, which is not this mirror's name or "
+        "address: open the admin page by the mirror's address (on its screen), or add the "
+        "name to allowed_hosts in web.yaml."
+    )
+
+
+def check_host() -> ResponseReturnValue | None:
+    """Refuse a ``Host`` that is not the device's (400); redirect plain HTTP to HTTPS."""
+    host = request.environ.get("HTTP_HOST")
+    ctx = web_context()
+    if host is not None and not allowed_hosts(ctx.config.allowed_hosts).allows(host):
+        # INFO, not a warning: anyone on the LAN can send these, and the page's ring of
+        # warnings should keep the mirror's own
+        logger.info("refused %s %s for host %r", request.method, request.path, host[:100])
+        abort(400, description=foreign_host_message(host))
+    if ctx.https_only and not request.is_secure:
+        return redirect(request.url.replace("http://", "https://", 1), 308)
+    return None
 
 
 def logged_in() -> bool:
@@ -91,5 +117,7 @@ def add_headers(response: Response) -> Response:
 
 def init_app(app: Flask) -> None:
     app.session_interface = HttpsAwareSessionInterface()
+    # first of all: before the CSRF check and the login
+    app.before_request_funcs.setdefault(None, []).insert(0, check_host)
     app.before_request(require_login)
     app.after_request(add_headers)

@@ -167,6 +167,11 @@ class DoctorReport(_Frozen):
     gpio: GpioReport
     thermal: ThermalReport
     install: InstallReport = Field(description="This Python environment against the profile.")
+    admin_certificate: str | None = Field(
+        None,
+        description="SHA-256 fingerprint of the admin page's certificate (<data dir>/web/"
+        "tls-cert.pem) as browsers show it; null until the first `mirror run` makes it.",
+    )
 
 
 def doctor_json_schema() -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from appliance.device.certificate import read_fingerprint
 from appliance.device.facts import HardwareFacts
 from appliance.device.match import MatchResult, match_profile
 from appliance.device.nvidia import NvmlLoader, Runner, load_nvml, run_command
@@ -31,6 +32,7 @@ from appliance.doctor.verdict import problems_and_warnings
 from appliance.inference.model_check import check_models
 from appliance.inference.runtime import RuntimeChoice
 from appliance.modelstore import ModelStore
+from appliance.paths import web_dir
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +110,7 @@ def run_doctor(
             root, profile.thermal, live=live, nvml_loader=probes.nvml_loader, runner=probes.runner
         ),
         install=install,
+        admin_certificate=read_fingerprint(web_dir()),
     )
     problems, warnings = problems_and_warnings(report, matched=_matched(result), live=live)
     refused = refusal(profile, result.facts)

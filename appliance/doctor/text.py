@@ -82,10 +82,18 @@ def _install(report: DoctorReport) -> list[str]:
     return [f"install   extras {extras}: {state}; system packages visible: {system}{wanted}"]
 
 
+def _certificate(report: DoctorReport) -> list[str]:
+    fingerprint = report.admin_certificate
+    if fingerprint is None:
+        return ["admin     certificate not made yet (the first `mirror run` makes it)"]
+    return [f"admin     certificate SHA-256 {fingerprint}"]
+
+
 def render_text(report: DoctorReport) -> str:
     verdict = "the mirror can run here" if report.ok else "the mirror CANNOT run here"
     lines = [f"mirror doctor: {verdict}"]
-    for part in (_profile, _facts, _backends, _models, _peripherals, _thermal, _install):
+    parts = (_profile, _facts, _backends, _models, _peripherals, _thermal, _install, _certificate)
+    for part in parts:
         lines += part(report)
     lines += [f"warning   {w}" for w in report.warnings]
     lines += [f"PROBLEM   {p}" for p in report.problems]

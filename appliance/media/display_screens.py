@@ -2,9 +2,11 @@
 
 ``FirstBootScreen`` wraps the display sink: while provisioning's one-time
 password notice (``web/first-boot.txt``) exists, the screen shows where the
-admin page is and the password instead of the mirror; the first password
+admin page is, the password and the SHA-256 fingerprint of the page's
+certificate (``web/tls-cert.pem``, made at the first start: staff check the
+browser shows the same) instead of the mirror; the first password
 change deletes the notice and the mirror appears. The notice is read once,
-and again only when it changes (its modification time, size or presence):
+and again only when it or the certificate changes (modification time, size or presence):
 not on every frame. A frame the pipeline marked ``idle`` (nobody in view: its
 idle mode or the PIR sensor's) shows the idle screen instead, and the mirror
 comes back with the first frame that has a face. The overlays' staff note
@@ -22,6 +24,7 @@ import re
 import socket
 from pathlib import Path
 
+from appliance.device.certificate import CERT_NAME, read_fingerprint
 from appliance.media.frames import Frame
 from appliance.media.overlays import FirstBootInfo, Overlays
 from appliance.media.screen_feed import ScreenFeed
@@ -56,13 +59,16 @@ class FirstBootScreen(FrameSink):
     """The display sink, showing the first-boot notice until the first admin login, and the
     idle screen while nobody is in view."""
 
-    def __init__(self, inner: FrameSink, overlays: Overlays, notice: Path, port: int) -> None:
+    def __init__(
+        self, inner: FrameSink, overlays: Overlays, notice: Path, port: int, https: bool = True
+    ) -> None:
         super().__init__()
         self.inner = inner
         self.overlays = overlays
         self.notice = notice
         self.port = port
-        self._seen: tuple[int, int] | None = None  # the notice's (mtime_ns, size) last read
+        self.scheme = "https" if https else "http"
+        self._seen: tuple[int, ...] | None = None  # the notice's and certificate's stat last read
         self._info: FirstBootInfo | None = None  # what the screen shows; None: no notice
         self.reads = 0  # times the notice was read
 
@@ -86,7 +92,7 @@ class FirstBootScreen(FrameSink):
         """The notice's screen text; the file is read again only when it changed."""
         try:
             stat = self.notice.stat()
-            seen: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+            seen: tuple[int, ...] | None = (stat.st_mtime_ns, stat.st_size, *self._cert_stat())
         except OSError:
             seen = None
         if seen is None:
@@ -97,12 +103,19 @@ class FirstBootScreen(FrameSink):
             self.reads += 1
             password = one_time_password(self.notice)
             ip = device_ip()
+            url = f"{self.scheme}://{ip}:{self.port}/"
+            fingerprint = read_fingerprint(self.notice.parent) if self.scheme == "https" else None
             self._info = (
-                None
-                if password is None
-                else FirstBootInfo(ip, f"http://{ip}:{self.port}/", password)
+                None if password is None else FirstBootInfo(ip, url, password, fingerprint or "")
             )
         return self._info
+
+    def _cert_stat(self) -> tuple[int, ...]:
+        try:
+            stat = (self.notice.parent / CERT_NAME).stat()
+        except OSError:
+            return ()
+        return (stat.st_mtime_ns, stat.st_size)
 
     def _write(self, frame: Frame) -> None:
         info = self._first_boot()
