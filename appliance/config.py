@@ -3,7 +3,8 @@
 Settings are frozen pydantic models: stages receive them as explicit
 arguments, and a new settings object is swapped in between frames.
 A bad file or value raises :class:`ConfigError` naming the key and value;
-saving is atomic, so the last good file survives any failure.
+saving is atomic, so the last good file survives any failure, and the admin
+page's saves write only the keys changed (:func:`save_changes`).
 
 Types are strict: a boolean only from a real boolean (YAML ``true``/``false``;
 the web form turns its "true"/"false" into one), an integer only from an
@@ -14,6 +15,7 @@ string. Label and prompt texts must be visible (:mod:`appliance.label_text`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -199,9 +201,53 @@ def load_settings(path: Path, *, required: bool = False) -> Settings:
 
 
 def save_settings(path: Path, settings: Settings) -> None:
-    """Save atomically: on any failure the previous file stays as it was."""
+    """Save every field atomically: on any failure the previous file stays as it was."""
     text = yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     atomic_write_text(path, text, mode=0o600)
+
+
+def save_changes(path: Path, settings: Settings, keys: Iterable[str]) -> None:
+    """Write the dotted ``keys`` of ``settings`` into the file at ``path`` and keep the rest
+    of the file as it is, atomically.
+
+    The file holds only what someone chose, never a value the mirror filled in (a field's
+    default, the hardware profile's rate): a later change of profile or of a default still
+    reaches every field nobody set. A file that no longer reads is left as it was
+    (``ConfigError``), as on a failed write (``OutputError``).
+    """
+    data = _file_data(path)
+    current = settings.model_dump(mode="json")
+    for key in keys:
+        _put(data, key, _get(current, key))
+    chosen = settings_from_dict(data, str(path)).model_dump(mode="json", exclude_unset=True)
+    text = yaml.safe_dump(chosen, sort_keys=False, allow_unicode=True) if chosen else "{}\n"
+    atomic_write_text(path, text, mode=0o600)
+
+
+def _file_data(path: Path) -> dict[str, Any]:
+    """The settings file's mapping as it stands ({} without a file)."""
+    if not path.exists():
+        return {}
+    data = load_config_yaml(path) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping, not {type(data).__name__}")
+    return data
+
+
+def _get(tree: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        tree = tree[part]
+    return tree
+
+
+def _put(tree: dict[str, Any], key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        child = tree.get(part)
+        if not isinstance(child, dict):
+            child = tree[part] = {}
+        tree = child
+    tree[last] = value
 
 
 def updated(settings: Settings, changes: dict[str, Any]) -> Settings:

@@ -25,6 +25,16 @@ class ConfigError(MirrorError, ValueError):
     """A setting is missing, of the wrong type or out of range."""
 
 
+class SettingsConflictError(ConfigError):
+    """A settings change made on a page that is out of date collides with a change saved
+    since; ``conflicts``: one line per setting both changed (empty: the page is too old to
+    compare)."""
+
+    def __init__(self, message: str, conflicts: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+
+
 class ModelError(MirrorError):
     """A model file cannot be used."""
 

@@ -21,7 +21,9 @@ to a missing screen still count for the heartbeat), and an accelerator not in
 use leaves the CPU running the models. ``tick`` reports the screen's problem
 and the accelerator's (``inference.accelerator``) in telemetry's ``parts``,
 for ``/healthz`` and the dashboard, and puts the accelerator's as a small
-staff note on the HDMI screen.
+staff note on the HDMI screen, as it does safe mode (``SessionOptions.safe_mode``:
+a settings file that could not be used; the control reports it as the part
+"config" until staff save settings).
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class SessionOptions:
     overlays: Overlays | None = None  # draws the screens the display shows besides the mirror
     # the one preview feed, when a preview server among extra_sinks reads it too
     preview: WebPreviewSink | None = None
+    # why the settings are the defaults (the file could not be used): ``cli.safe_mode``
+    safe_mode: str = ""
 
 
 class MirrorSession:
@@ -125,6 +129,8 @@ class MirrorSession:
             enroller=graded_enroller(settings, store),
         )
         self.control.restore_state()
+        if options.safe_mode:
+            self.control.set_safe_mode(options.safe_mode)
         # the one chain: the control lock (settings land between frames), the thermal
         # action and the named fps caps
         self.chain = self.control.processor
@@ -219,8 +225,10 @@ class MirrorSession:
             self.telemetry.set_part("accelerator", accelerator.problem, failed_state="cpu")
         overlays = self.options.overlays
         if overlays is not None:
-            note = overlays.texts.cpu_fallback.format(accelerator=accelerator.wanted)
-            overlays.staff_note = note if accelerator.problem else ""
+            notes = [overlays.texts.safe_mode] if self.control.safe_mode else []
+            if accelerator.problem:
+                notes.append(overlays.texts.cpu_fallback.format(accelerator=accelerator.wanted))
+            overlays.staff_note = " · ".join(notes)
 
     def shown(self, snap: TelemetrySnapshot) -> int:
         """Frames the display (the first output sink) has written; all frames out without one.

@@ -5,7 +5,8 @@ good settings stay in force) and is reported. Otherwise the keys that apply
 live (the admin page's rules, ``appliance.control.live_apply``) are applied between
 frames and the others are reported as applying at the next start. The file
 is not written. The profile's target rate stays in force unless the file
-sets ``pipeline.target_fps``, as at start.
+sets ``pipeline.target_fps``, as at start. A good file reloaded ends safe mode
+(``cli.safe_mode``); with no file there is nothing to leave it for.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def reload_settings(session: MirrorSession, path: Path) -> str:
         logger.warning("settings not reloaded: %s", exc)
         return f"settings not reloaded, the last good ones stay in force: {exc}"
     result = session.control.apply_settings(new, save=False)
+    if path.exists():
+        session.control.set_safe_mode("")
     changed, later = list(result.changed), list(result.at_next_start)
     session.settings = new
     if not changed:

@@ -201,12 +201,12 @@ def test_reloading_the_settings_file_applies_live_keys_between_frames(
         text = reload_settings(session, config)
         assert text.startswith(f"settings reloaded from {config}: label.text")
         assert "(pipeline.latency_budget_ms at the next start)" in text
-        assert session.processor.labeler.text == "Synthetic face"
+        assert session.processor.labeler.text == "AI-generated · Synthetic face"  # disclosed
         assert session.settings.label.text == "Synthetic face"
         config.write_text("label:\n  text: [not, text]\n")
         text = reload_settings(session, config)
         assert text.startswith("settings not reloaded, the last good ones stay in force")
-        assert session.processor.labeler.text == "Synthetic face"
+        assert session.processor.labeler.text == "AI-generated · Synthetic face"
         text = reload_settings(session, tmp_path / "gone.yaml")  # no file: the defaults
         assert "label.text" in text and session.processor.labeler.text == Settings().label.text
         assert wait_for(lambda: session.telemetry.snapshot().frames_out > 3, 20.0)

@@ -122,7 +122,7 @@ def _bounds(info: FieldInfo) -> tuple[str | None, str | None, int | None]:
     return low, high, max_length
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -186,7 +186,7 @@ class _Builder:
             key=leaf.key,
             label=leaf.info.title or _title(leaf.key.rsplit(".", 1)[-1]),
             kind=_kind(leaf.base),
-            value=self.submitted.get(leaf.key, _as_text(current)),
+            value=self.submitted.get(leaf.key, as_text(current)),
             help=leaf.info.description or "",
             choices=_choices(leaf.base),
             minimum=low,

@@ -51,6 +51,12 @@ def screen_problem(snap: TelemetrySnapshot) -> str:
     return snap.parts.get("screen", "")
 
 
+def safe_mode_problem(snap: TelemetrySnapshot) -> str:
+    """Why the mirror runs on the default settings (safe mode: its settings file could not
+    be used), or ""."""
+    return snap.parts.get("config", "")
+
+
 def accelerator_problem(snap: TelemetrySnapshot) -> str:
     """Why the profile's accelerator is not in use (the CPU runs instead), or ""."""
     return snap.parts.get("accelerator", "")
@@ -83,9 +89,10 @@ def health_reason(snap: TelemetrySnapshot) -> str:
 
 def health_notes(snap: TelemetrySnapshot) -> list[str]:
     """What runs degraded without making the mirror unhealthy: the CPU instead of the
-    accelerator."""
-    problem = accelerator_problem(snap)
-    return [f"accelerator: {problem}"] if problem else []
+    accelerator, the default settings in safe mode."""
+    problem, safe_mode = accelerator_problem(snap), safe_mode_problem(snap)
+    notes = [f"accelerator: {problem}"] if problem else []
+    return notes + ([f"safe mode: {safe_mode}"] if safe_mode else [])
 
 
 def status(control: MirrorControl) -> dict[str, Any]:
@@ -117,6 +124,12 @@ def status(control: MirrorControl) -> dict[str, Any]:
 def warnings(snap: TelemetrySnapshot) -> list[str]:
     """What staff must know: safety switched off, the device too hot, sensors failing."""
     out = []
+    safe_mode = safe_mode_problem(snap)
+    if safe_mode:
+        out.append(
+            f"Safe mode: {safe_mode}. Check the settings and save them to leave safe mode; "
+            "the bad file stays in the data folder."
+        )
     if snap.liveness.mode == "off":
         out.append(
             "Liveness is off: faces are swapped without a blink or head turn, "

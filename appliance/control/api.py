@@ -7,6 +7,9 @@ Every method is safe to call from any request thread.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +30,43 @@ class HardwareInfo:
     profile: str = "unknown"
     backend: str = "unknown"
     notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SettingsView:
+    """What the settings page shows and edits: the settings, the active identity's name and
+    the swapping switch; ``version`` names exactly this content (the same after a restart)."""
+
+    settings: Settings
+    identity: str | None
+    swapping: bool
+
+    @functools.cached_property
+    def version(self) -> str:
+        content = {
+            "settings": self.settings.model_dump(mode="json"),
+            "identity": self.identity,
+            "swapping": self.swapping,
+        }
+        text = json.dumps(content, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class SwitchResult:
+    """The swapping switch as it now is, and why it could not be saved ("" when saved)."""
+
+    enabled: bool
+    not_saved: str = ""
+
+    def message(self) -> str:
+        state = "on" if self.enabled else "off"
+        if not self.not_saved:
+            return f"Swapping is {state}."
+        return (
+            f"Swapping is {state}, but this could not be saved ({self.not_saved}): "
+            f"after a restart it is as it was last saved, until the data folder can be written."
+        )
 
 
 @dataclass(frozen=True)
@@ -61,13 +101,27 @@ class MirrorControl(Protocol):
         """Whether a change of the dotted settings ``key`` applies without a restart."""
         ...
 
-    def apply_settings(
-        self, new: Settings, *, identity: str | None = None, swapping: bool | None = None
-    ) -> ApplyResult:
-        """Check, save atomically, then apply between frames; a failure changes nothing.
+    def settings_view(self, version: str | None = None) -> SettingsView | None:
+        """The current view (``version`` None), kept so that a page made from it can be
+        saved later; or the view a page was made from, None when it is no longer known."""
+        ...
 
-        Raises ``ConfigError`` (a value not allowed here), ``IdentityError``
-        or ``UploadError`` (the identity), ``OutputError`` (cannot save).
+    def apply_settings(
+        self,
+        new: Settings,
+        *,
+        identity: str | None = None,
+        swapping: bool | None = None,
+        base: str | None = None,
+    ) -> ApplyResult:
+        """Check, save atomically (only the keys changed), then apply between frames; a
+        failure changes nothing, except that swapping turned off stays off.
+
+        ``base``: the version of the view the change was made on; then only what differs
+        from that view is applied, over what was saved since. Raises ``ConfigError`` (a
+        value not allowed here), ``SettingsConflictError`` (a setting changed since in
+        another way), ``IdentityError`` or ``UploadError`` (the identity), ``OutputError``
+        (cannot save).
         """
         ...
 
@@ -77,7 +131,10 @@ class MirrorControl(Protocol):
 
     def set_active_identity(self, name: str) -> None: ...
 
-    def set_swapping(self, enabled: bool) -> None: ...
+    def set_swapping(self, enabled: bool) -> SwitchResult:
+        """Turning off always applies, saved or not (the result says); turning on raises
+        ``OutputError`` when it cannot be saved (nothing changes)."""
+        ...
 
     def add_identity(
         self, name: str, data: bytes, filename: str = "", content_type: str = ""
@@ -101,7 +158,8 @@ class MirrorControl(Protocol):
     def hardware(self) -> HardwareInfo: ...
 
     def recent_logs(self) -> list[LogEntry]:
-        """Recent warnings and errors, newest first."""
+        """Recent warnings and errors, and apart from them security events (``security``), newest
+        first."""
         ...
 
 

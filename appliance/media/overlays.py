@@ -57,7 +57,9 @@ class ScreenTexts:
     device_ip: str = "Device IP"
     admin_url: str = "Admin page"
     password: str = "One-time password"
+    fingerprint: str = "Check the browser shows this certificate (SHA-256)"
     cpu_fallback: str = "CPU only: {accelerator} not in use"  # the staff note
+    safe_mode: str = "Safe mode: settings file unusable, defaults in use"  # a staff note too
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class FirstBootInfo:
     device_ip: str
     admin_url: str
     one_time_password: str
+    fingerprint: str = ""  # the admin page's certificate, ``AB:CD:...``; "" without HTTPS
 
 
 Line = tuple[str, float, tuple[int, int, int]]  # text, height as a fraction of the screen, colour
@@ -109,12 +112,19 @@ class Overlays:
     def first_boot_screen(self, size: tuple[int, int], info: FirstBootInfo) -> Image:
         """Shown until the first admin login: where to go and with which password."""
         t = self.texts
-        lines = (
+        lines: tuple[Line, ...] = (
             (t.first_boot_title, 0.06, TEXT_RGB),
             (f"{t.device_ip}: {info.device_ip}", 0.045, TEXT_RGB),
             (f"{t.admin_url}: {info.admin_url}", 0.045, ACCENT_RGB),
             (f"{t.password}: {info.one_time_password}", 0.06, ACCENT_RGB),
         )
+        if info.fingerprint:  # in two halves, each readable at a glance
+            half = len(info.fingerprint) // 2 + 1
+            lines += (
+                (f"{t.fingerprint}:", 0.035, TEXT_RGB),
+                (info.fingerprint[:half].rstrip(":"), 0.035, TEXT_RGB),
+                (info.fingerprint[half:], 0.035, TEXT_RGB),
+            )
         return self._screen(size, (*lines, *self._problem_line()))
 
     def draw_staff_note(self, image: Image) -> bool:

@@ -1,4 +1,6 @@
-"""The dashboard: live figures (refreshed by static/dashboard.js from /api/status)."""
+"""The dashboard: live figures (refreshed by static/dashboard.js from /api/status), and the
+swapping switch: off always works, saved or not (the page says when it could not be
+saved); on is refused when it cannot be saved (a read-only or full data folder)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import logging
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from appliance.errors import OutputError
 from web_ui.context import web_context
 from web_ui.status import status
 
@@ -31,7 +34,10 @@ def swapping() -> ResponseReturnValue:
     if sent not in ("true", "false"):
         flash("Swapping was not changed: the switch sends true or false.", "error")
         return redirect(url_for("dashboard.index"))
-    enabled = sent == "true"
-    web_context().control.set_swapping(enabled)
-    flash(f"Swapping is {'on' if enabled else 'off'}.", "ok")
+    try:
+        result = web_context().control.set_swapping(sent == "true")
+    except OutputError as exc:
+        flash(f"Swapping was not turned on: {exc}.", "error")
+        return redirect(url_for("dashboard.index"))
+    flash(result.message(), "error" if result.not_saved else "ok")
     return redirect(url_for("dashboard.index"))

@@ -1,4 +1,5 @@
-"""``/healthz`` (no login, no secrets) and ``/metrics`` (Prometheus text format)."""
+"""``/healthz`` (no login, no secrets) and ``/metrics`` (Prometheus text format, with the
+scrape token of :mod:`web_ui.scrape_token` or a staff login)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from flask.typing import ResponseReturnValue
 
 from web_ui.context import web_context
 from web_ui.metrics import CONTENT_TYPE, render_metrics
-from web_ui.status import health, health_notes, health_reason
+from web_ui.scrape_token import scrape_refusal
+from web_ui.status import health, health_notes, health_reason, safe_mode_problem
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +22,9 @@ bp = Blueprint("health", __name__)
 def healthz() -> ResponseReturnValue:
     """200 ``{"status": "ok"}`` or 503 ``"degraded"`` with the ``reason`` (the pipeline
     stopped, the camera or the screen missing); ``degraded`` lists what runs worse without
-    making the mirror unhealthy (the CPU instead of the accelerator), when there is any."""
+    making the mirror unhealthy (the CPU instead of the accelerator, safe mode), when there
+    is any. In safe mode (the settings file could not be used: the defaults run, the
+    visitors see a working mirror) ``safe_mode`` says why, and the status stays "ok"."""
     snap = web_context().control.snapshot()
     state = health(snap)
     body: dict[str, object] = {"status": state, "running": snap.running}
@@ -29,10 +33,17 @@ def healthz() -> ResponseReturnValue:
     notes = health_notes(snap)
     if notes:
         body["degraded"] = notes
+    safe_mode = safe_mode_problem(snap)
+    if safe_mode:
+        body["safe_mode"] = safe_mode
     return jsonify(body), 200 if state == "ok" else 503
 
 
 @bp.get("/metrics")
 def metrics() -> ResponseReturnValue:
+    """The telemetry for Prometheus, only with the scrape token (or a staff login)."""
+    refused = scrape_refusal()  # it tells whether someone stands in front of the mirror
+    if refused is not None:
+        return refused
     body = render_metrics(web_context().control.snapshot())
     return Response(body, headers={"Content-Type": CONTENT_TYPE})
