@@ -7,7 +7,10 @@ and bidi marks), every character other than a space drawn by a real glyph of
 the label font (not the missing-glyph box, not an empty glyph), at least
 :data:`MIN_VISIBLE_GLYPHS` of them, and the rendered ink at least
 :data:`MIN_INK_WIDTH` cap heights wide, :data:`MIN_INK_HEIGHT` high and
-:data:`MIN_INK_AREA` cap heights squared in area (so "--" or ".." fail).
+:data:`MIN_INK_AREA` cap heights squared in area (so "--" or ".." fail), and no
+words that deny the AI disclosure ("unedited", "real person"...: see
+:mod:`appliance.label_disclosure`, which also puts the fixed disclosure before a
+label that does not say it itself).
 
 :func:`label_text_problem` says what is wrong (or None). The settings model
 runs it on every label and prompt with the bundled font when that is
@@ -27,6 +30,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from appliance.errors import MirrorError
+from appliance.label_disclosure import denial_problem
 from appliance.modelstore.manifest import load_manifest
 from appliance.paths import manifest_path, model_cache_dir
 
@@ -67,7 +71,7 @@ def text_problem(text: str) -> str | None:
     visible = sum(1 for char in text if _counts_as_glyph(char))
     if visible < MIN_VISIBLE_GLYPHS:
         return f"needs at least {MIN_VISIBLE_GLYPHS} visible characters, has {visible}"
-    return None
+    return denial_problem(text)
 
 
 def label_text_problem(text: str, font_path: Path | None) -> str | None:

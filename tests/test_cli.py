@@ -262,3 +262,60 @@ def test_the_mirror_hands_pythons_lock_over_every_millisecond(
     with pytest.raises(SystemExit):
         main(["--help"])
     assert asked == [0.001]
+
+
+# ---- numbers and names the system cannot take ---------------------------------------------
+
+LONG_NAME = "a" * 300  # longer than any file system's 255 bytes
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("--fps", "1e308", "--fps must be above 0 and at most 240"),
+        ("--fps", "inf", "--fps must be above 0"),
+        ("--fps", "nan", "--fps must be above 0"),
+        ("--fps", "0", "--fps must be above 0"),
+        ("--fps", "241", "at most 240"),
+        ("--status-every", "nan", "--status-every must be a number of seconds"),
+        ("--status-every", "inf", "--status-every must be a number of seconds"),
+        ("--size", "99999x99999", "at most 25 megapixels"),
+        ("--port", "70000", "--port must be 0..65535"),
+    ],
+)
+def test_run_refuses_numbers_it_cannot_run_with(option: str, value: str, needle: str) -> None:
+    """One error line before any model loads, never a run that ignores --frames."""
+    proc = mirror("run", option, value, "--frames", "5", "--no-web", "--no-preview", timeout=600)
+    assert proc.returncode == 1
+    assert_one_line_error(proc, "mirror: error:", needle)
+
+
+def test_an_output_name_too_long_is_one_error_line(photos: dict[str, Path], tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 10, (64, 64))
+    writer.write(np.zeros((64, 64, 3), np.uint8))
+    writer.release()
+    visitor = photos["visitor"]
+    commands: list[tuple[str | Path, ...]] = [
+        ("run", "--frames", "5", "--no-web", "--no-preview", "--output", f"{LONG_NAME}.mp4"),
+        ("swap-image", "--identity", "grace_hopper", "--input", visitor, "--output",
+         f"{LONG_NAME}.png"),
+        ("swap-video", "--identity", "grace_hopper", "--input", clip, "--output",
+         f"{LONG_NAME}.mp4"),
+        ("identity", "check", visitor, "--preview", f"{LONG_NAME}.jpg"),
+    ]  # fmt: skip
+    for args in commands:
+        proc = subprocess.run(
+            [*MIRROR, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            check=False,
+        )
+        assert proc.returncode == 1, (args[0], proc.stderr)
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("mirror: error:")]
+        assert len(errors) == 1 and "Traceback" not in proc.stderr, (args[0], proc.stderr)
+        assert "File name too long" in errors[0], errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]

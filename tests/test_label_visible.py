@@ -18,6 +18,7 @@ from PIL import ImageDraw
 
 from appliance.config import LabelSettings, Settings, settings_from_dict, updated
 from appliance.errors import ConfigError
+from appliance.label_disclosure import disclosed_label
 from appliance.label_text import DEFAULT_LABEL_TEXT, label_text_problem
 from appliance.modelstore import ModelStore
 from appliance.vision.label import Labeler
@@ -80,7 +81,7 @@ def test_every_accepted_label_renders_visible_ink(font_path: Path, text: str) ->
     assert settings.label.text == text
     for shape in SHAPES:
         labeler = Labeler(settings.label, font_path)
-        assert labeler.text == text  # drawn as given, no fallback
+        assert labeler.text == disclosed_label(text)  # the disclosure kept, no fallback
         cap = labeler.glyph_height(shape)
         bright, dark = _ink_in_patch(labeler, shape)
         # white glyphs on black, and the dark box on white: both well above a floor

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from werkzeug.datastructures import Authorization
 
 from tests.test_web_support import (
     PASSWORD,
@@ -83,14 +84,16 @@ def test_every_page_needs_a_login(app: Flask) -> None:
         assert response.status_code == 302 and response.location.endswith("/login"), path
 
 
-def test_health_and_metrics_need_no_login(app: Flask) -> None:
+def test_health_needs_no_login_and_metrics_their_scrape_token(app: Flask, mirror: Mirror) -> None:
     client = app.test_client()
     assert client.get("/healthz").json == {
         "status": "degraded",
         "running": False,
         "reason": "the pipeline is not running",
     }
-    assert client.get("/metrics").status_code == 200
+    assert client.get("/metrics").status_code == 401  # see tests/test_metrics_auth.py
+    token = (mirror.web_dir / "metrics_token").read_text().strip()
+    assert client.get("/metrics", auth=Authorization("bearer", token=token)).status_code == 200
 
 
 def test_login_and_logout(app: Flask) -> None:

@@ -165,7 +165,8 @@ def test_healthz_needs_no_login_and_tells_no_secrets(app: Flask, ran: Mirror) ->
 
 
 def test_metrics_parse_as_prometheus_text(app: Flask, ran: Mirror) -> None:
-    response = app.test_client().get("/metrics")
+    token = (ran.web_dir / "metrics_token").read_text().strip()
+    response = app.test_client().get("/metrics", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     families = {f.name: f for f in text_string_to_metric_families(response.text)}
@@ -228,7 +229,11 @@ def test_served_by_waitress_and_stopped(app: Flask, ran: Mirror) -> None:
         with urllib.request.urlopen(f"{server.url}healthz", timeout=10) as response:
             assert response.headers["Server"] == "face-mirror"
             assert json.loads(response.read()) == {"status": "ok", "running": True}
-        with urllib.request.urlopen(f"{server.url}metrics", timeout=10) as response:
+        token = (ran.web_dir / "metrics_token").read_text().strip()
+        scrape = urllib.request.Request(
+            f"{server.url}metrics", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(scrape, timeout=10) as response:
             assert b"mirror_frames_shown_total" in response.read()
         with urllib.request.urlopen(f"{server.url}settings", timeout=10) as response:
             assert response.url.endswith("/login")  # redirected: not logged in

@@ -30,7 +30,7 @@ from typing import Any
 
 from appliance.backend_names import BACKEND_NAMES
 from appliance.cli.bench_liveness_cmd import add_liveness_arguments, bench_liveness
-from appliance.cli.common import add_config_argument, load_cli_settings
+from appliance.cli.common import add_config_argument, check_fps, load_cli_settings
 from appliance.device.catalog import load_profiles
 from appliance.errors import ConfigError, OutputError
 from appliance.inference.runtime import RuntimeChoice, choose_for_device
@@ -187,8 +187,7 @@ def _faces(text: str) -> tuple[tuple[int, ...], bool]:
 def _check(args: argparse.Namespace) -> None:
     if args.frames < 1:
         raise ConfigError(f"--frames must be at least 1, got {args.frames}")
-    if not args.fps > 0:
-        raise ConfigError(f"--fps must be > 0, got {args.fps}")
+    check_fps(args.fps)
     if args.repeat < 1:
         raise ConfigError(f"--repeat must be at least 1, got {args.repeat}")
     if args.quality_frames < 0:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
 from appliance.config import Settings, load_settings
+from appliance.errors import ConfigError
 from appliance.paths import data_dir
+
+MAX_FPS = 240.0  # as the settings' pipeline.target_fps
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +26,18 @@ def load_cli_settings(args: argparse.Namespace) -> Settings:
     if args.config is not None:
         return load_settings(args.config, required=True)
     return load_settings(data_dir() / "config.yaml")
+
+
+def check_fps(value: float, option: str = "--fps") -> None:
+    """A frame rate above 0 and at most :data:`MAX_FPS` (not inf or nan), or ``ConfigError``."""
+    if not (math.isfinite(value) and 0 < value <= MAX_FPS):
+        raise ConfigError(f"{option} must be above 0 and at most {MAX_FPS:g} fps, got {value:g}")
+
+
+def check_seconds(value: float, option: str) -> None:
+    """A finite number of seconds, 0 or more, or ``ConfigError``."""
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{option} must be a number of seconds, 0 or more, got {value:g}")
 
 
 class ProgressBar:

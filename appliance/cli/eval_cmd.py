@@ -26,6 +26,7 @@ from appliance.eval.evaluate import (
 )
 from appliance.eval.recogniser import FaceRecogniser, RecogniserFiles
 from appliance.eval.report import EvalReport
+from appliance.label_disclosure import disclosed_label
 from appliance.media.stills import save_still
 from appliance.modelstore import ModelStore
 from appliance.pipeline.factory import resolve_photo
@@ -121,7 +122,7 @@ def _eval(args: argparse.Namespace) -> int:
             )
             bar.close()
             stem = output_stem(clip, Path(result.report.identity))
-            _save(result, args.output_dir / stem, settings.label.text)
+            _save(result, args.output_dir / stem, disclosed_label(settings.label.text))
             print(f"{stem}: {' | '.join(summary_lines(result.report))}", flush=True)
             reports.append(result.report)
     print(_table(reports))

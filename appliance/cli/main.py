@@ -1,7 +1,9 @@
 """Entry point of the ``mirror`` command: argument parsing and error reporting.
 
 Every expected failure is a :class:`MirrorError`; it is printed as one line
-on stderr and the process exits non-zero, never with a traceback.
+on stderr and the process exits non-zero, never with a traceback. An
+``OSError`` no command turned into one (a file system's refusal) is printed
+the same way (its traceback with ``-vv``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from appliance.cli import models_cmd
 from appliance.doctor.numpy_abi import mismatch as numpy_mismatch
 from appliance.errors import EXIT_NOT_RUNNABLE, MirrorError, NotRunnableError
+from appliance.log_text import SafeFormatter
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         eval_cmd,
         identity_cmd,
         image_cmd,
+        metrics_token_cmd,
         provision_cmd,
         run_cmd,
         swap_cmd,
@@ -58,11 +62,16 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     provision_cmd.register(sub)
     image_cmd.register(sub)
     identity_cmd.register(sub)
+    metrics_token_cmd.register(sub)
 
 
 def _configure_logging(verbosity: int) -> None:
+    """Records on stderr (the journal under systemd), one line each: control characters in
+    them (a request path's ``%0A``) are escaped, so no value can forge a line."""
     level = logging.WARNING - 10 * min(verbosity, 2)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _parser_or_why() -> argparse.ArgumentParser | str:
@@ -83,6 +92,12 @@ def _parser_or_why() -> argparse.ArgumentParser | str:
         )
 
 
+def os_error_text(exc: OSError) -> str:
+    """``FILE: reason`` for an ``OSError``, on one line."""
+    reason = exc.strerror or " ".join(str(exc).split())
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     parser = _parser_or_why()
@@ -98,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_RUNNABLE
     except MirrorError as exc:
         print(f"mirror: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a file system's refusal no command foresaw (a name too long...)
+        logger.debug("unexpected OSError", exc_info=True)
+        print(f"mirror: error: {os_error_text(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("mirror: interrupted", file=sys.stderr)

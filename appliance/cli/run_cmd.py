@@ -2,8 +2,13 @@
 
 Runs until the source ends, ``--frames`` frames were captured, Ctrl-C or
 SIGTERM; SIGHUP reloads the settings file and keeps running (see
-``appliance.settings_reload``). Every stop closes the outputs, so a
-``--output`` recording is always finished and playable. It prints a status
+``appliance.settings_reload``). A settings file that cannot be used starts it
+in safe mode (``appliance.cli.safe_mode``), not an exit 1. Every stop closes the outputs, so a
+``--output`` recording is always finished and playable; it is written in
+segments (``appliance.media.recording_sink``), so even ``kill -9`` loses only
+its last seconds, and a recording that fails (a full disk) stops the run and
+exits 1 with what was recorded kept. Options are checked (a frame rate above 0
+and at most 240, a writable output) before any model is loaded. It prints a status
 line every ``--status-every`` seconds and a summary at the end, both from the
 pipeline's telemetry.
 
@@ -31,9 +36,10 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
-from appliance.cli.common import add_config_argument, load_cli_settings
+from appliance.cli.common import add_config_argument, check_fps, check_seconds
 from appliance.cli.run_io import open_run_display, open_run_source
 from appliance.cli.run_report import status_line, summary_line
+from appliance.cli.safe_mode import RunSettings, load_run_settings
 from appliance.cli.web_start import start_admin_ui
 from appliance.config import Settings
 from appliance.device.catalog import load_profiles
@@ -51,8 +57,10 @@ from appliance.media.overlays import Overlays
 from appliance.media.preparing_screen import PreparingScreen
 from appliance.media.preview_server import PreviewServer
 from appliance.media.preview_sink import WebPreviewSink
+from appliance.media.recording_sink import RecordingSink
 from appliance.media.sink_base import FrameSink
-from appliance.media.video_sink import VideoFileSink
+from appliance.media.sizes import parse_size
+from appliance.media.video_sink import check_writable
 from appliance.modelstore import ModelStore
 from appliance.paths import data_dir, web_dir
 from appliance.session import MirrorSession, SessionOptions
@@ -62,6 +70,7 @@ from web_ui.auth_store import FIRST_BOOT_NAME, first_boot_notice
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.2  # how often the main thread checks whether the run ended
+MAX_PORT = 65535
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,22 +124,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _sinks(args: argparse.Namespace, fps: float, feed: WebPreviewSink | None) -> list[FrameSink]:
+def _sinks(
+    args: argparse.Namespace, feed: WebPreviewSink | None, recorder: RecordingSink | None
+) -> list[FrameSink]:
     sinks: list[FrameSink] = []
     if feed is not None:
         sinks.append(PreviewServer(args.host, args.port, hub=feed.hub))
-    if args.output is not None:
-        sinks.append(VideoFileSink(args.output, fps=fps))
+    if recorder is not None:
+        sinks.append(recorder)
     return sinks or [NullSink()]
 
 
+def _recorder(args: argparse.Namespace, fps: float, stop: threading.Event) -> RecordingSink | None:
+    """The ``--output`` recording; one that fails (a full disk) stops the run."""
+    if args.output is None:
+        return None
+    return RecordingSink(args.output, fps=fps, on_failure=lambda why: stop.set())
+
+
 def _check(args: argparse.Namespace) -> None:
+    """The options, before any model is loaded: each bad one is a ``ConfigError``."""
+    check_fps(args.fps)
     if args.frames is not None and args.frames < 1:
         raise ConfigError(f"--frames must be at least 1, got {args.frames}")
-    if args.status_every < 0:
-        raise ConfigError(f"--status-every must be >= 0 s, got {args.status_every}")
+    check_seconds(args.status_every, "--status-every")
+    parse_size(args.size)
+    if not 0 <= args.port <= MAX_PORT:
+        raise ConfigError(f"--port must be 0..{MAX_PORT}, got {args.port}")
     if args.output is not None:  # a recording over its own source would destroy it at the stop
         refuse_same_file(args.output, Path(args.source))
+        check_writable(args.output)
 
 
 @contextmanager
@@ -190,7 +213,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_mirror(args: argparse.Namespace) -> int:
     _check(args)
-    settings = load_cli_settings(args)
+    loaded = _load_settings(args)
+    settings = loaded.settings
     store = ModelStore()
     choice = _choose(args, store, settings)
     settings = with_target_fps(settings, choice)
@@ -201,13 +225,16 @@ def _run_mirror(args: argparse.Namespace) -> int:
         source.loop = True
     display, overlays = open_run_display(args, profile, store)
     feed = None if args.no_preview else WebPreviewSink()  # both previews read it
+    stop, reload = threading.Event(), threading.Event()
+    recorder = _recorder(args, source.fps, stop)
     options = SessionOptions(
         identity=args.identity,
         frame_limit=args.frames,
         web=None if args.no_web else start_admin_ui,
-        settings_path=args.config or data_dir() / "config.yaml",
+        settings_path=loaded.save_to,
+        safe_mode=loaded.safe_mode,
         announce=_announce_password,
-        extra_sinks=_sinks(args, source.fps, feed),
+        extra_sinks=_sinks(args, feed, recorder),
         preview=feed,
         mode=opened.mode,
         display=display,
@@ -219,7 +246,6 @@ def _run_mirror(args: argparse.Namespace) -> int:
         print("mirror: liveness off: the source is not a live camera", file=sys.stderr)
     elif args.as_camera:
         print(f"mirror: liveness on: {args.source} plays the camera (--as-camera)", file=sys.stderr)
-    stop, reload = threading.Event(), threading.Event()
     with _handle_signals(stop, reload):
         try:
             session.start()
@@ -228,14 +254,29 @@ def _run_mirror(args: argparse.Namespace) -> int:
                     print(f"mirror: preview at {sink.url}  (Ctrl-C to stop)", flush=True)
             if session.web_url:
                 print(f"mirror: admin page at {session.web_url}", flush=True)
-            _watch(session, stop, args.status_every, reload, options.settings_path)
+            _watch(session, stop, args.status_every, reload, _config_path(args))
         except KeyboardInterrupt:
             print("mirror: stopping", flush=True)
         finally:
             session.stop()
     runner = session.runner
     print(summary_line(runner.snapshot(), runner.end_reason or "stopped"), flush=True)
+    if recorder is not None:
+        recorder.finish()  # joins the segments; raises (exit 1) when the recording failed
     return 0
+
+
+def _config_path(args: argparse.Namespace) -> Path:
+    path: Path = args.config or data_dir() / "config.yaml"
+    return path
+
+
+def _load_settings(args: argparse.Namespace) -> RunSettings:
+    """The settings file, or safe mode (said in one line) when it cannot be used."""
+    loaded = load_run_settings(_config_path(args), required=args.config is not None)
+    if loaded.safe_mode:
+        print(f"mirror: warning: safe mode: {loaded.safe_mode}", file=sys.stderr, flush=True)
+    return loaded
 
 
 def _announce_password(password: str) -> None:

@@ -46,4 +46,5 @@ def open_run_display(
         return None, None
     overlays = Overlays(store.path("label_font"), problem=read_venue_problem())
     notice = web_dir() / FIRST_BOOT_NAME
-    return FirstBootScreen(screen, overlays, notice, load_web_config().port), overlays
+    web = load_web_config()
+    return FirstBootScreen(screen, overlays, notice, web.port, https=web.tls), overlays

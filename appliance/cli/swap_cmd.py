@@ -69,8 +69,9 @@ def _swap_image(args: argparse.Namespace) -> int:
     frame = processor.process(Frame(image=image, index=0, capture_ns=0))
     if not frame.faces:
         raise NoFaceError(f"{args.input}: no face found; nothing to swap")
-    save_still(args.output, frame.image, ai_generated=frame.swapped, label_text=settings.label.text)
-    print(f"{args.output}: {frame.faces} face(s) swapped, labelled {settings.label.text!r}")
+    drawn = processor.labeler.text  # the label as drawn: the disclosure and the venue's words
+    save_still(args.output, frame.image, ai_generated=frame.swapped, label_text=drawn)
+    print(f"{args.output}: {frame.faces} face(s) swapped, labelled {drawn!r}")
     return 0
 
 

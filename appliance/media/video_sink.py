@@ -4,12 +4,16 @@ OpenCV's writer reports no write errors (a full disk leaves a file without
 its index, unplayable), so the frames go to a temporary file beside the
 target; after the writer is closed that file is re-opened and its frame
 count checked, and only then renamed over the target. A failure leaves the
-old file (if any) untouched and no temporary file behind.
+old file (if any) untouched and no temporary file behind. The writer holds a
+lock on its temporary file (:mod:`appliance.media.work_locks`); one that nobody
+holds was left by a killed writer and is removed at the next start. ``mirror run
+--output`` records with :mod:`appliance.media.recording_sink` instead (crash-safe).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import cv2
@@ -18,6 +22,7 @@ from appliance.errors import ConfigError, OutputError
 from appliance.fileio import discard, publish, temp_beside
 from appliance.media.frames import Frame, Image
 from appliance.media.sink_base import FrameSink
+from appliance.media.work_locks import abandoned, hold, release
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +30,31 @@ FOURCC = "mp4v"
 
 
 def check_writable(path: Path) -> None:
-    """Raise ``OutputError`` unless ``path`` can be created or replaced (nothing is left)."""
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a directory")
-    if path.parent.exists() and not path.parent.is_dir():
-        raise OutputError(f"cannot write {path}: {path.parent} is not a directory")
+    """Raise ``OutputError`` unless ``path`` can be created or replaced (nothing is left);
+    a name longer than the file system allows is one of the reasons."""
+    try:
+        if path.is_dir():
+            raise OutputError(f"cannot write {path}: it is a directory")
+        if path.parent.exists() and not path.parent.is_dir():
+            raise OutputError(f"cannot write {path}: {path.parent} is not a directory")
+    except OSError as exc:  # ENAMETOOLONG, EACCES...
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
     discard(temp_beside(path))
 
 
-def _fit(image: Image, size: tuple[int, int]) -> Image:
+def abandoned_temps(path: Path) -> list[Path]:
+    """Temporary files of ``path`` (``.rec.k3j9x_2a.mp4``) left by a writer that was
+    killed: unplayable (the index comes last) and held by nobody."""
+    pattern = re.compile(re.escape(f".{path.stem}.") + r"[a-z0-9_]{8}" + re.escape(path.suffix))
+    try:
+        found = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return []
+    return [p for p in sorted(found) if p.is_file() and abandoned(p)]
+
+
+def fit_frame(image: Image, size: tuple[int, int]) -> Image:
+    """``image`` resized to ``size`` (w, h) when it has another size."""
     if (image.shape[1], image.shape[0]) == size:
         return image
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA)  # type: ignore[return-value]
@@ -60,6 +81,7 @@ class VideoFileSink(FrameSink):
         self.size = size
         self._writer: cv2.VideoWriter | None = None
         self._tmp: Path | None = None
+        self._lock: int | None = None  # held on the temporary file while it is written
         self._written = 0  # frames in the temporary file
 
     def __repr__(self) -> str:
@@ -67,7 +89,15 @@ class VideoFileSink(FrameSink):
 
     def _on_start(self) -> None:
         check_writable(self.path)
+        for orphan in abandoned_temps(self.path):
+            discard(orphan)
+            logger.warning("%s: removed %s, left by an interrupted writer", self.path, orphan)
         self._tmp = temp_beside(self.path)
+        try:
+            self._lock = hold(self._tmp)
+        except OSError as exc:
+            self.discard()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
         self._written = 0
         if self.size is not None:
             self._writer = self._open(self.size)
@@ -94,7 +124,7 @@ class VideoFileSink(FrameSink):
             size = self.size = (int(width), int(height))
         if self._writer is None:
             self._writer = self._open(size)
-        self._writer.write(_fit(image, size))
+        self._writer.write(fit_frame(image, size))
         self._written += 1
 
     def discard(self) -> None:
@@ -106,8 +136,19 @@ class VideoFileSink(FrameSink):
         if tmp is not None:
             discard(tmp)
             logger.info("%s: discarded (%s frames not kept)", self.path, self._written)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        release(self._lock)
+        self._lock = None
 
     def _on_stop(self) -> None:
+        try:
+            self._finish()
+        finally:
+            self._unlock()
+
+    def _finish(self) -> None:
         writer, self._writer = self._writer, None
         tmp, self._tmp = self._tmp, None
         if writer is not None:

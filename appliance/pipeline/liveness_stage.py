@@ -32,7 +32,7 @@ def prompt_labeler(settings: LivenessSettings, label: Labeler) -> Labeler | None
         return None
     position: LabelPosition = "bottom" if label.settings.position.startswith("top") else "top"
     prompt = LabelSettings(text=text, position=position, size_fraction=PROMPT_SIZE)
-    return Labeler(prompt, label.font_path)
+    return Labeler(prompt, label.font_path, disclose=False)  # the prompt is not the label
 
 
 class LivenessStage:

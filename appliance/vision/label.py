@@ -5,6 +5,9 @@ Unicode the font covers (e.g. "AI合成") works, into a patch of premultiplied
 integer blend weights. :meth:`Labeler.apply` then only blends that patch
 into the frame, which takes well under a millisecond at 720p.
 
+What is drawn always discloses: a configured text that does not say the image is
+AI-generated gets the fixed disclosure before it (:mod:`appliance.label_disclosure`:
+"AI-generated · City Museum"), and one that denies it is refused.
 The text is checked again here with the font it is drawn with
 (:mod:`appliance.label_text`); a text that fails the check, fails to
 render or renders too little ink is replaced by :data:`DEFAULT_LABEL_TEXT`
@@ -30,6 +33,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from appliance.config import LabelSettings
 from appliance.errors import InputError, ModelError, ModelMissingError
+from appliance.label_disclosure import disclosed_label
 from appliance.label_text import DEFAULT_LABEL_TEXT, MIN_INK_AREA, label_text_problem
 
 logger = logging.getLogger(__name__)
@@ -70,12 +74,16 @@ class _Patch:
 class Labeler:
     """Draws the configured label onto BGR frames."""
 
-    def __init__(self, settings: LabelSettings, font_path: Path) -> None:
+    def __init__(self, settings: LabelSettings, font_path: Path, *, disclose: bool = True) -> None:
         self.settings = settings
         self.font_path = Path(font_path)
         _check_font(self.font_path)
-        self.text = settings.text  # what is drawn (the default when settings.text cannot be)
-        problem = label_text_problem(settings.text, self.font_path)
+        # what is drawn: the AI disclosure with the venue's words (``disclose=False``: the
+        # text alone, for the liveness prompt), the default when that cannot be drawn
+        self.text = disclosed_label(settings.text) if disclose else settings.text
+        problem = label_text_problem(settings.text, self.font_path) or label_text_problem(
+            self.text, self.font_path
+        )
         if problem:
             self.text = _fall_back(self.text, problem, self.font_path)
         self._cache: dict[tuple[str, int, int], _Patch] = {}
