@@ -35,19 +35,21 @@ KNOWN_FIELDS = frozenset(
 )  # fmt: skip
 
 
-def render_metrics(snapshot: TelemetrySnapshot) -> bytes:
+def render_metrics(snapshot: TelemetrySnapshot, extra: Iterable[Metric] = ()) -> bytes:
+    """The snapshot's families after the ``extra`` ones (see ``web_ui.fleet_metrics``)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_SnapshotCollector(snapshot))
+    registry.register(_SnapshotCollector(snapshot, extra))
     return generate_latest(registry)
 
 
 class _SnapshotCollector:
-    def __init__(self, snapshot: TelemetrySnapshot) -> None:
+    def __init__(self, snapshot: TelemetrySnapshot, extra: Iterable[Metric] = ()) -> None:
         self.snapshot = snapshot
+        self.extra = list(extra)
 
     def collect(self) -> Iterable[Metric]:
         snap = self.snapshot
-        families = [*_state(snap), *_frames(snap), *_latency(snap), *_sinks(snap)]
+        families = [*self.extra, *_state(snap), *_frames(snap), *_latency(snap), *_sinks(snap)]
         taken = {family.name for family in families}
         for family in _extras(snap.as_dict()):
             if family.name not in taken:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
+from appliance.device.build import PROC_CMDLINE, build_info
 from web_ui.context import web_context
+from web_ui.fleet_metrics import fleet_families
 from web_ui.metrics import CONTENT_TYPE, render_metrics
 from web_ui.scrape_token import scrape_refusal
 from web_ui.status import health, health_notes, health_reason, safe_mode_problem
@@ -16,6 +18,7 @@ from web_ui.status import health, health_notes, health_reason, safe_mode_problem
 logger = logging.getLogger(__name__)
 
 bp = Blueprint("health", __name__)
+CMDLINE_KEY = "KERNEL_CMDLINE"  # app.config: where the booted A/B slot is read (tests)
 
 
 @bp.get("/healthz")
@@ -45,5 +48,7 @@ def metrics() -> ResponseReturnValue:
     refused = scrape_refusal()  # it tells whether someone stands in front of the mirror
     if refused is not None:
         return refused
-    body = render_metrics(web_context().control.snapshot())
+    snap = web_context().control.snapshot()
+    build = build_info(current_app.config.get(CMDLINE_KEY, PROC_CMDLINE))
+    body = render_metrics(snap, fleet_families(snap, build))
     return Response(body, headers={"Content-Type": CONTENT_TYPE})
