@@ -21,6 +21,7 @@ Kind = Literal[
     "wheel",
     "venv",
     "link",
+    "switch",
     "command",
     "secret-key",
     "admin",
@@ -45,7 +46,7 @@ class Action:
     names: tuple[str, ...] = ()
     note: str = ""
     commands: tuple[tuple[str, ...], ...] = ()  # venv, command: run in order by apply
-    points_to: PurePosixPath | None = None  # link: the symlink's target
+    points_to: PurePosixPath | None = None  # link, switch: the symlink's target
 
     @property
     def changes(self) -> bool:
@@ -58,7 +59,7 @@ class Action:
 
     def _what(self) -> str:
         if self.points_to is not None:
-            return f" -> {self.points_to}"
+            return f" -> {self.points_to}" + (f": {self.note}" if self.note else "")
         if self.kind in ("venv", "command", "package"):
             return f" {', '.join(self.names)}" + (f": {self.note}" if self.note else "")
         if self.data is not None:

@@ -4,8 +4,11 @@ Every file is written atomically (a temporary file and a rename). Models and
 wheels are copied while hashed and land only when their sha256 still matches.
 The admin password, when this run creates it, is returned to be printed once.
 Programs (the venv's python and pip, the live system's systemd tools) run
-through the injected runner; the venv's stamp is written only after pip
-succeeded, so a failed install is tried again by the next run. A live-system
+through the injected runner; a new venv is made in its own folder and its stamp
+is written only after pip succeeded, so a failed or killed install is made
+again by the next run (which first removes the unfinished folder), and the
+``/opt/mirror/venv`` link is switched last (:mod:`provisioning.switch_step`:
+with a restart and a health check on a running system). A live-system
 tool that fails (a container without a running systemd) is reported, not fatal:
 the files are in place and systemd reads them at the next boot.
 """
@@ -21,7 +24,7 @@ from appliance.errors import MirrorError, OutputError
 from appliance.fileio import atomic_write_bytes
 from appliance.modelstore.manifest import Manifest
 from appliance.modelstore.store import ModelStore
-from provisioning import onnx_steps
+from provisioning import onnx_steps, venvs
 from provisioning.actions import Action
 from provisioning.copying import copy_verified
 from provisioning.credentials import create_admin, create_secret_key
@@ -30,8 +33,10 @@ from provisioning.in_root import shell_for
 from provisioning.links import make_link
 from provisioning.plan import Plan
 from provisioning.runner import Runner, run_subprocess
+from provisioning.service import ServiceControl
+from provisioning.switch_step import HEALTH_TIMEOUT_S, switch
 from provisioning.vendor_steps import CPU_MEANWHILE
-from provisioning.venv_step import stamp_path
+from provisioning.venvs import STAMP
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +59,8 @@ class _Context:
     on_bytes: OnBytes | None
     runner: Runner
     say: Say
+    service: ServiceControl | None
+    health_timeout_s: float
 
 
 def apply_plan(
@@ -63,10 +70,14 @@ def apply_plan(
     say: Say | None = None,
     on_bytes: OnBytes | None = None,
     runner: Runner = run_subprocess,
+    service: ServiceControl | None = None,
+    health_timeout_s: float = HEALTH_TIMEOUT_S,
 ) -> ApplyReport:
+    """``service``: what the switch to a new venv restarts on a running system (None:
+    nothing is restarted)."""
     tell = say or (lambda _msg: None)
     report = ApplyReport()
-    context = _Context(plan, manifest, report, on_bytes, runner, tell)
+    context = _Context(plan, manifest, report, on_bytes, runner, tell, service, health_timeout_s)
     for action in plan.actions:
         if action.status == "deferred":
             report.deferred.append(action.line())
@@ -94,6 +105,8 @@ def _apply_one(context: _Context, action: Action) -> None:
         make_link(host, action.points_to)
     elif action.kind == "venv":
         _make_venv(context, action)
+    elif action.kind == "switch":
+        switch(layout, action, context.service, context.health_timeout_s, context.say)
     elif action.kind == "command":
         _run_live(context, action)
     elif action.kind == "package":
@@ -113,15 +126,25 @@ def _apply_one(context: _Context, action: Action) -> None:
 
 
 def _make_venv(context: _Context, action: Action) -> None:
-    env = shell_for(context.plan.layout).env()
+    """A new venv in its own folder (the one in use untouched), its stamp written last."""
+    layout = context.plan.layout
+    for name in venvs.remove_unfinished(layout):
+        context.say(f"removed the unfinished venv {layout.venvs_dir / name}")
+    host = layout.host(action.target)
+    if venvs.is_finished(host):
+        return  # made by an earlier install (the previous venv): switched back to
+    venvs.remove_folder(layout, action.target.name)
+    env = shell_for(layout).env()
     for argv in action.commands:
         result = context.runner(argv, env)
         if result.returncode != 0:
+            venvs.remove_folder(layout, action.target.name)
             raise ProvisionError(
-                f"making {action.target} failed at `{' '.join(argv)}`: {result.last_line()}"
+                f"making {action.target} failed at `{' '.join(argv)}`: {result.last_line()}; "
+                f"{layout.venv} is as it was"
             )
     assert action.data is not None
-    atomic_write_bytes(context.plan.layout.host(stamp_path(context.plan.layout)), action.data)
+    atomic_write_bytes(host / STAMP, action.data)
 
 
 def _run_live(context: _Context, action: Action) -> None:

@@ -45,6 +45,17 @@ class Layout:
         return self.venv.parent / "wheels"
 
     @property
+    def venvs_dir(self) -> PurePosixPath:
+        """Each install's own venv (``/opt/mirror/venvs/<version>-<hash>``); ``venv`` is a link
+        to the active one (see :mod:`provisioning.venvs`)."""
+        return self.venv.parent / "venvs"
+
+    @property
+    def previous_venv(self) -> PurePosixPath:
+        """A link to the venv that ran before the active one (the way back)."""
+        return self.venv.with_name(f"{self.venv.name}.previous")
+
+    @property
     def models_dir(self) -> PurePosixPath:
         return self.data_dir / "models"
 

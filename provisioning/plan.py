@@ -5,8 +5,9 @@ writing anything: ``--dry-run`` prints it, :mod:`provisioning.apply` carries
 out the steps that change something. Managed files (unit, udev rules,
 sysusers, environment, web.yaml, the console's settings) and links (the
 unit's wants link, getty masks) are rewritten when they differ; the config
-and the secrets are created only when missing, never replaced. The venv is
-made again only when the bundle's wheels or the profile's extras changed.
+and the secrets are created only when missing, never replaced. A new venv is
+made (beside the one in use) only when the bundle's wheels or the profile's extras
+changed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from provisioning.in_root import shell_for
 from provisioning.layout import ENV_FILE, SYSUSERS, UDEV_RULES, UNIT, Layout
 from provisioning.links import enable_unit
 from provisioning.live_steps import Which, live_actions
+from provisioning.switch_step import switch_action
 from provisioning.udev import render_udev_rules
 from provisioning.units import render_env_file, render_sysusers, render_unit
 from provisioning.vendor_steps import plan_vendor
@@ -81,12 +83,14 @@ def build_plan(
     first_start_secrets: bool = False,
 ) -> Plan:
     """Every step in the order apply carries them out: files first, then the venv, the
-    unit's enabling, the console, and last what the live system must be told."""
+    unit's enabling, the console, what the live system must be told, and last the switch
+    to a new venv (its restart and health check on a running system)."""
     planner = _Planner(layout)
     planner.dirs()
     planner.models(bundle)
     planner.actions += plan_vendor(layout, bundle, which=which)
     planner.actions += plan_venv(layout, profile, bundle, shell_for(layout))
+    venv = next(a for a in planner.actions if a.kind == "venv")
     planner.system_files(profile, web or WebListen())
     planner.actions.append(enable_unit(layout))
     planner.actions += console_actions(layout, profile)
@@ -94,6 +98,9 @@ def build_plan(
     planner.onnx(profile, bundle, manifest)
     changed = {a.target for a in planner.actions if a.changes}
     planner.actions += live_actions(layout, changed, which=which)
+    switch = switch_action(layout, venv)
+    if switch is not None:
+        planner.actions.append(switch)
     return Plan(profile, layout, tuple(planner.actions))
 
 

@@ -22,11 +22,14 @@ from appliance.modelstore.manifest import Manifest, load_manifest
 from provisioning.apply import ApplyReport, apply_plan
 from provisioning.bundle import read_index, verify_bundle
 from provisioning.errors import ProvisionError
+from provisioning.in_root import shell_for
 from provisioning.layout import DEFAULT_VENV, Layout
 from provisioning.live_steps import Which
 from provisioning.plan import Plan, WebListen, build_plan
 from provisioning.progress import ByteProgress
 from provisioning.runner import Runner, run_subprocess
+from provisioning.service import ServiceControl, Systemctl
+from provisioning.switch_step import HEALTH_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class Request:
     host_python: Path | None = None
     # an image for many devices: no admin password or secret key written (see build_plan)
     first_start_secrets: bool = False
+    # an update on a running system: the new venv must be healthy within this (switch_step)
+    health_timeout_s: float = HEALTH_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,9 @@ def provision(
     runner: Runner = run_subprocess,
     which: Which = shutil.which,
     say: Say | None = None,
+    service: ServiceControl | None = None,
 ) -> Outcome:
+    """``service``: restarted after a new venv on a running system (default: systemctl)."""
     manifest = manifest or load_manifest()
     bar = ByteProgress(_bundle_size(request.bundle), "verifying") if progress else None
     bundle = verify_bundle(
@@ -112,6 +119,8 @@ def provision(
         say=say,
         on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None,
         runner=runner,
+        service=service or Systemctl(runner, shell_for(layout).env()),
+        health_timeout_s=request.health_timeout_s,
     )
     if copy_bar:
         copy_bar.close()

@@ -11,9 +11,11 @@ pip runs from its own wheel (a supported way to run it), so the root needs
 neither ensurepip (Debian's python3-venv) nor pip. ``--isolated`` keeps the
 device's and this machine's pip configuration out. A stamp in the venv
 records what was installed (version, extras, system site packages, every
-wheel's sha256): the same bundle again changes nothing; anything else makes
-the venv again from scratch (``--clear``: no package of an old set is left
-behind, such as onnxruntime beside onnxruntime-gpu). The installer's vendor
+wheel's sha256): the same bundle again changes nothing; anything else makes a
+new venv from scratch beside the one in use, ``/opt/mirror/venvs/<version>-<hash>``
+(no package of an old set is left behind, such as onnxruntime beside
+onnxruntime-gpu), and :mod:`provisioning.switch_step` then points the
+``/opt/mirror/venv`` link at it (see :mod:`provisioning.venvs`). The installer's vendor
 wheels (``--vendor DIR``: NVIDIA's onnxruntime-gpu for a Jetson) are copied
 beside the others and installed by name in the same pip run.
 """
@@ -37,16 +39,12 @@ from provisioning.layout import Layout
 from provisioning.requirements import PROJECT
 from provisioning.root_python import RootPython, check_bundle, probe_host, probe_root
 from provisioning.vendor_files import wheel_requirement
+from provisioning.venvs import STAMP, is_finished, venv_dir, venv_id
 
 logger = logging.getLogger(__name__)
 
-STAMP = "mirror-install.json"
 WHEEL_MODE = 0o644
 _PIP_WHEEL = re.compile(r"^pip-[^-]+-py3-none-any\.whl$")
-
-
-def stamp_path(layout: Layout) -> PurePosixPath:
-    return layout.venv / STAMP
 
 
 def wanted_stamp(
@@ -84,19 +82,31 @@ def plan_venv(
     actions = [_wheel_dir(layout), *_wheel_copies(layout, _all_wheels(wheels, vendor))]
     stamp = wanted_stamp(wheels, profile, vendor)
     status = _venv_status(layout, stamp)
-    if status in ("create", "update") and shell.mode == "chroot":
+    target = venv_dir(layout, venv_id(stamp))
+    made = is_finished(layout.host(target))
+    if status in ("create", "update") and not made and shell.mode == "chroot":
         blocker = chroot_blocker(layout.root, python.arch)
         if blocker is not None:
-            raise ProvisionError(f"cannot make {layout.venv} in {layout.root}: {blocker}")
+            raise ProvisionError(f"cannot make {target} in {layout.root}: {blocker}")
     data = (json.dumps(stamp, indent=2, sort_keys=True) + "\n").encode("utf-8")
     spec = _install_spec(wheels, profile)
     ssp = ", system site packages" if profile.install.system_site_packages else ""
     note = f"CPython {python.version}{ssp}, offline from {layout.wheels_dir} ({shell.mode})"
-    commands = _commands(layout, shell, wheels, profile, vendor, clear=status == "update")
+    if made and status != "unchanged":
+        note = f"made by an earlier install, kept: no pip run ({note})"
+    commands = _commands(layout, shell, wheels, profile, vendor, target=target)
     names = (spec, *(v.name for v in vendor))
     return [
         *actions,
-        Action("venv", layout.venv, status, data=data, names=names, note=note, commands=commands),
+        Action(
+            "venv",
+            layout.venv if status == "unchanged" else target,
+            status,
+            data=data,
+            names=names,
+            note=note,
+            commands=commands,
+        ),
     ]
 
 
@@ -137,11 +147,12 @@ def _wheel_copies(layout: Layout, files: dict[str, BundleFile]) -> list[Action]:
 
 
 def _venv_status(layout: Layout, stamp: dict[str, Any]) -> Status:
+    """The active venv's (through the link, or an older install's plain folder)."""
     venv = layout.host(layout.venv)
     if not (venv / "pyvenv.cfg").is_file():
         return "create"
     try:
-        current = json.loads(layout.host(stamp_path(layout)).read_text(encoding="utf-8"))
+        current = json.loads((venv / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "update"
     installed = (venv / "bin" / "mirror").is_file()
@@ -164,15 +175,14 @@ def _commands(
     profile: HardwareProfile,
     vendor: Sequence[VendorFile],
     *,
-    clear: bool,
+    target: PurePosixPath,
 ) -> tuple[tuple[str, ...], ...]:
     pips = sorted(name for name in wheels.files if _PIP_WHEEL.match(name))
     if not pips:
         raise BundleError(f"{wheels.project_wheel}: the bundle has no pip wheel: rebuild it")
-    venv = shell.path(layout.venv)
+    venv = shell.path(target)  # a new folder: apply removes an unfinished one first
     found = shell.path(layout.wheels_dir)
     make = [shell.python, "-m", "venv", "--without-pip"]
-    make += ["--clear"] if clear else []
     make += ["--system-site-packages"] if profile.install.system_site_packages else []
     install = [f"{venv}/bin/python", f"{found}/{pips[-1]}/pip", "install", "--isolated"]
     install += ["--no-index", "--find-links", found, "--disable-pip-version-check", "--no-input"]

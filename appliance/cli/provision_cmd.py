@@ -6,7 +6,10 @@ offline bundle (sha256-checked), the config, the per-device admin password
 and secret key (0600), the systemd unit, sysusers and udev rules. A second run
 changes nothing and says so. The admin page listens on 0.0.0.0 by default
 (an image provisioned offline cannot know its DHCP address; the page needs
-the per-device password); ``--web-host`` pins an address.
+the per-device password); ``--web-host`` pins an address. An update on a running
+device makes a new venv beside the one in use, switches ``/opt/mirror/venv`` to it,
+restarts the service and goes back to the previous venv if it is not healthy within
+``--health-timeout`` seconds (see ``provisioning.switch_step``).
 
 The bundle's wheels are for one target: ``--target NAME`` (see
 ``provisioning.targets``), or ``--platform TAG --python X.Y``, or this
@@ -21,9 +24,11 @@ from pathlib import Path, PurePosixPath
 
 from appliance.modelstore.manifest import load_manifest
 from provisioning.bundle_build import build_bundle
+from provisioning.errors import ProvisionError
 from provisioning.layout import DEFAULT_VENV
 from provisioning.plan import WebListen
 from provisioning.provision import Outcome, Request, provision
+from provisioning.switch_step import HEALTH_TIMEOUT_S
 from provisioning.targets import TARGETS, choose
 
 
@@ -37,6 +42,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--web-port", type=int, default=8000, help="admin page port (8000)")
     parser.add_argument(
         "--venv", default=str(DEFAULT_VENV), help=f"the device's venv ({DEFAULT_VENV})"
+    )
+    parser.add_argument(
+        "--health-timeout",
+        type=float,
+        default=HEALTH_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"an update on a running device: healthy within this or rolled back "
+        f"({HEALTH_TIMEOUT_S:g})",
     )
     parser.add_argument(
         "--secrets-at-first-start",
@@ -83,6 +96,8 @@ def _provision(args: argparse.Namespace) -> int:
     if args.bundle is None:
         print("mirror provision: error: --bundle DIR is required", file=sys.stderr)
         return 2
+    if not args.health_timeout > 0:  # (NaN too)
+        raise ProvisionError(f"--health-timeout must be above 0 seconds, got {args.health_timeout}")
     request = Request(
         root=args.root,
         bundle=args.bundle,
@@ -91,6 +106,7 @@ def _provision(args: argparse.Namespace) -> int:
         web=WebListen(args.web_host, args.web_port),
         venv=PurePosixPath(args.venv),
         first_start_secrets=args.secrets_at_first_start,
+        health_timeout_s=args.health_timeout,
     )
     outcome = provision(request, say=_say)
     _report(outcome)
