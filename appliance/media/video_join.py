@@ -61,9 +61,7 @@ def join_videos(parts: Sequence[Path], target: Path, fps: float, remux: bool = T
     it) decodes and encodes again. Raises ``OutputError`` when a writer cannot be opened."""
     if not parts:
         raise ValueError("nothing to join")
-    if remux and can_remux():
-        return _remux(parts, target, fps)
-    return _reencode(parts, target, fps)
+    return _join(parts, target, fps, raw=remux and can_remux())
 
 
 def _open_writer(target: Path, fps: float, size: tuple[int, int], raw: bool) -> cv2.VideoWriter:
@@ -78,23 +76,28 @@ def _open_writer(target: Path, fps: float, size: tuple[int, int], raw: bool) -> 
     return writer
 
 
-def _remux(parts: Sequence[Path], target: Path, fps: float) -> int:
+def _join(parts: Sequence[Path], target: Path, fps: float, raw: bool) -> int:
+    """Write every frame of ``parts`` into ``target``: packets as they are (``raw``: a
+    remux) or decoded images encoded again."""
     writer: cv2.VideoWriter | None = None
     written = 0
     try:
         for part in parts:
-            cap = cv2.VideoCapture(str(part), cv2.CAP_FFMPEG, [cv2.CAP_PROP_FORMAT, -1])
+            params = [cv2.CAP_PROP_FORMAT, -1] if raw else []
+            cap = cv2.VideoCapture(str(part), cv2.CAP_FFMPEG, params)
             try:
                 while True:
-                    ok, packet = cap.read()
+                    ok, frame = cap.read()
                     if not ok:
                         break
                     if writer is None:
-                        writer = _open_writer(target, fps, _size(cap), raw=True)
-                        packet = np.concatenate([_extradata(cap), packet.reshape(-1)])[None, :]
-                    key = bool(cap.get(cv2.CAP_PROP_LRF_HAS_KEY_FRAME))
-                    writer.set(cv2.VIDEOWRITER_PROP_KEY_FLAG, 1 if key else 0)
-                    writer.write(packet)
+                        writer = _open_writer(target, fps, _size(cap), raw)
+                        if raw:  # the codec's header goes before the first packet
+                            frame = np.concatenate([_extradata(cap), frame.reshape(-1)])[None, :]
+                    if raw:
+                        key = bool(cap.get(cv2.CAP_PROP_LRF_HAS_KEY_FRAME))
+                        writer.set(cv2.VIDEOWRITER_PROP_KEY_FLAG, 1 if key else 0)
+                    writer.write(frame)
                     written += 1
             finally:
                 cap.release()
@@ -115,27 +118,3 @@ def _extradata(cap: cv2.VideoCapture) -> np.ndarray:
     if not ok or extra is None:
         return np.zeros(0, np.uint8)
     return np.asarray(extra, np.uint8).reshape(-1)
-
-
-def _reencode(parts: Sequence[Path], target: Path, fps: float) -> int:
-    writer: cv2.VideoWriter | None = None
-    written = 0
-    try:
-        for part in parts:
-            cap = cv2.VideoCapture(str(part))
-            try:
-                while True:
-                    ok, image = cap.read()
-                    if not ok:
-                        break
-                    if writer is None:
-                        height, width = image.shape[:2]
-                        writer = _open_writer(target, fps, (width, height), raw=False)
-                    writer.write(image)
-                    written += 1
-            finally:
-                cap.release()
-    finally:
-        if writer is not None:
-            writer.release()
-    return written
