@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -23,6 +24,7 @@ from provisioning.apply import ApplyReport, apply_plan
 from provisioning.bundle import read_index, verify_bundle
 from provisioning.errors import ProvisionError
 from provisioning.in_root import shell_for
+from provisioning.install_lock import install_lock
 from provisioning.layout import DEFAULT_VENV, Layout
 from provisioning.live_steps import Which
 from provisioning.plan import Plan, WebListen, build_plan
@@ -100,28 +102,31 @@ def provision(
     layout = Layout(
         root=request.root, venv=request.venv, live=request.live, host_python=request.host_python
     )
-    plan = build_plan(
-        layout,
-        profile,
-        bundle,
-        manifest,
-        request.web,
-        which=which,
-        first_start_secrets=request.first_start_secrets,
-    )
-    if request.dry_run:
-        return Outcome(plan, None, why)
-    copying = sum(a.source.size for a in plan.changes if a.source is not None)
-    copy_bar = ByteProgress(copying, "installing") if progress and copying else None
-    report = apply_plan(
-        plan,
-        manifest,
-        say=say,
-        on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None,
-        runner=runner,
-        service=service or Systemctl(runner, shell_for(layout).env()),
-        health_timeout_s=request.health_timeout_s,
-    )
-    if copy_bar:
-        copy_bar.close()
+    # one install at a time, planned and applied with no other in between (a dry run and a
+    # bundle that fails its check write nothing, not even the lock)
+    with nullcontext() if request.dry_run else install_lock(layout):
+        plan = build_plan(
+            layout,
+            profile,
+            bundle,
+            manifest,
+            request.web,
+            which=which,
+            first_start_secrets=request.first_start_secrets,
+        )
+        if request.dry_run:
+            return Outcome(plan, None, why)
+        copying = sum(a.source.size for a in plan.changes if a.source is not None)
+        copy_bar = ByteProgress(copying, "installing") if progress and copying else None
+        report = apply_plan(
+            plan,
+            manifest,
+            say=say,
+            on_bytes=(lambda n, _name: copy_bar.add(n)) if copy_bar else None,
+            runner=runner,
+            service=service or Systemctl(runner, shell_for(layout).env()),
+            health_timeout_s=request.health_timeout_s,
+        )
+        if copy_bar:
+            copy_bar.close()
     return Outcome(plan, report, why)

@@ -7,7 +7,7 @@ import json
 import shutil
 import stat
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -15,6 +15,8 @@ from appliance.cli.main import main
 from appliance.modelstore import ModelStore
 from provisioning.bundle_build import build_bundle
 from provisioning.credentials import SECRET_MODE
+from provisioning.install_lock import install_lock
+from provisioning.layout import Layout
 from web_ui.auth_store import AuthStore
 
 PROFILE = "rpi4-cpu"
@@ -135,6 +137,21 @@ def test_dry_run_writes_nothing(
     assert "create    file       /etc/systemd/system/mirror.service 0644" in out
     assert "nothing written" in out
     assert list(root.iterdir()) == []
+
+
+def test_a_second_install_while_one_runs_is_refused_and_writes_nothing(
+    tmp_path: Path, bundle: Path, venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    layout = Layout(root=root, venv=PurePosixPath(venv))
+    with install_lock(layout):  # the first install, still running
+        before = {p.relative_to(root) for p in root.rglob("*")}
+        assert _provision(root, bundle, venv) == 1
+        assert {p.relative_to(root) for p in root.rglob("*")} == before
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("mirror: error: another `mirror provision`")
+    assert _provision(root, bundle, venv) == 0  # once it has ended
 
 
 def test_corrupted_model_fails_naming_it_and_leaves_the_root_untouched(
