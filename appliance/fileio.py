@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from appliance.errors import OutputError
+
+logger = logging.getLogger(__name__)
+
+PRIVATE_MODE = 0o600
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
@@ -35,6 +40,14 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def keep_private(path: Path, what: str) -> None:
+    """Make the secret file ``path`` (``what`` names it in the warning) 0600 again when
+    others may read it."""
+    if path.stat().st_mode & 0o077:
+        logger.warning("%s %s was readable by others; now 0600", what, path)
+        os.chmod(path, PRIVATE_MODE)
 
 
 _CHUNK = 1 << 20

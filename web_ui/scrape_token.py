@@ -20,7 +20,7 @@ from pathlib import Path
 from flask import Response, current_app, request
 from werkzeug.datastructures import Authorization
 
-from appliance.fileio import atomic_write_text
+from appliance.fileio import atomic_write_text, keep_private
 from web_ui.security import logged_in
 
 logger = logging.getLogger(__name__)
@@ -48,9 +48,7 @@ def load_or_create_token(path: Path) -> str:
     token = read_token(path)
     if token is None:
         return rotate_token(path)
-    if path.stat().st_mode & 0o077:
-        logger.warning("metrics token %s was readable by others; now 0600", path)
-        os.chmod(path, MODE)
+    keep_private(path, "metrics token")
     return token
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from pathlib import Path
 
-from appliance.fileio import atomic_write_bytes
+from appliance.fileio import atomic_write_bytes, keep_private
 
 logger = logging.getLogger(__name__)
 
@@ -23,9 +22,7 @@ def load_or_create_secret(path: Path) -> bytes:
     except FileNotFoundError:
         key = b""
     if len(key) >= KEY_BYTES:
-        if path.stat().st_mode & 0o077:
-            logger.warning("secret key %s was readable by others; now 0600", path)
-            os.chmod(path, MODE)
+        keep_private(path, "secret key")
         return key
     if key:
         logger.warning("secret key %s is too short; replacing it (everyone logs in again)", path)

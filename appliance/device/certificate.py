@@ -16,7 +16,6 @@ import datetime
 import hashlib
 import ipaddress
 import logging
-import os
 import socket
 import ssl
 from collections.abc import Iterable
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import ConfigError, OutputError
-from appliance.fileio import atomic_write_bytes
+from appliance.fileio import atomic_write_bytes, keep_private
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +72,7 @@ def ensure_certificate(directory: Path, addresses: Iterable[str] = ()) -> Device
     cert_path, key_path = directory / CERT_NAME, directory / KEY_NAME
     fingerprint = read_fingerprint(directory)
     if fingerprint is not None and key_path.exists():
-        if key_path.stat().st_mode & 0o077:
-            logger.warning("TLS key %s was readable by others; now 0600", key_path)
-            os.chmod(key_path, KEY_MODE)
+        keep_private(key_path, "TLS key")
         return DeviceCertificate(cert_path, key_path, fingerprint)
     if cert_path.exists() or key_path.exists():
         logger.warning(
