@@ -23,3 +23,7 @@ class ImageError(ProvisionError):
 
 class VenueError(ProvisionError, ValueError):
     """The installer's venue file on the boot partition is unreadable or invalid."""
+
+
+class UpdateError(ProvisionError):
+    """An update bundle that cannot be installed (refused, unreadable, no A/B slots)."""

@@ -1,7 +1,11 @@
 """A copy of a built image booted in qemu-system-aarch64 (-M virt, TCG), seen from outside.
 
-The kernel and initramfs are read out of the image's own FAT partition (mtools);
-the serial console goes to a file (the journal is forwarded to it); the admin
+The test plays the Pi's firmware: it reads ``autoboot.txt`` on the shared FAT partition
+(``boot_partition`` of ``[all]``, or of ``[tryboot]`` when the last reboot asked for
+``0 tryboot``), then that slot's ``config.txt`` (kernel, initramfs) and ``cmdline.txt``
+(its root and ``rauc.slot=``), with mtools. QEMU runs with ``-no-reboot``: a reboot
+ends it, and :meth:`Vm.follow_reboot` boots the next slot as the firmware would.
+The serial console goes to a file (the journal is forwarded to it); the admin
 page is reached through a forwarded loopback port; QEMU's monitor (a unix socket)
 powers the VM down and takes ``screendump`` pictures. After power-off the root's
 files and journal are read from the disk image with e2fsprogs' ``debugfs`` and
@@ -26,6 +30,13 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 MIB = 1024**2
+# indexes in sfdisk's list of the card's partitions (the extended partition is the fourth)
+SHARED = 0
+BOOT = {"A": 1, "B": 2}
+ROOT = {"A": 4, "B": 5}
+DATA = 6
+RESTART = re.compile(r"reboot: Restarting system(?: with command '([^']*)')?")
+POWER_OFF = re.compile(r"reboot: Power down")
 
 
 def partitions(image: Path) -> list[dict[str, int]]:
@@ -46,35 +57,64 @@ class Vm:
         self.work = work
         self.name = name
         self.port = free_port()
-        self.serial = work / f"{name}-serial.log"
         self.monitor = work / f"{name}-monitor.sock"
         self.proc: subprocess.Popen[bytes] | None = None
-        boot = partitions(image)[0]
+        self.boots = 0
+        self.serial = work / f"{name}-serial.log"
+        self.slot = ""
         self.kernel = work / f"{name}-vmlinuz"
         self.initrd = work / f"{name}-initrd.img"
-        fat = f"{image}@@{boot['start'] * 512}"
+
+    def _fat(self, index: int) -> str:
+        part = partitions(self.image)[index]
+        return f"{self.image}@@{part['start'] * 512}"
+
+    def firmware(self, tryboot: bool) -> str:
+        """What the Pi's firmware would boot: the slot's kernel and initramfs (copied out) and
+        its kernel command line, with the console on virt's PL011."""
+        autoboot = subprocess.run(
+            ["mtype", "-i", self._fat(SHARED), "::autoboot.txt"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        section, chosen = "all", {}
+        for line in autoboot.splitlines():
+            header = re.match(r"\[(\w+)\]", line.strip())
+            if header:
+                section = header.group(1)
+            elif line.startswith("boot_partition="):
+                chosen[section] = int(line.split("=", 1)[1])
+        number = chosen.get("tryboot", chosen["all"]) if tryboot else chosen["all"]
+        self.slot = {2: "A", 3: "B"}[number]
+        fat = self._fat(number - 1)
         config = subprocess.run(
             ["mtype", "-i", fat, "::config.txt"], capture_output=True, text=True, check=True
         ).stdout
-        # the files the Pi's firmware would load: config.txt's kernel= and initramfs lines
         kernel = re.search(r"^kernel=(\S+)", config, re.MULTILINE)
         initrd = re.search(r"^initramfs (\S+)", config, re.MULTILINE)
         assert kernel and initrd, config
         for inside, out in ((kernel.group(1), self.kernel), (initrd.group(1), self.initrd)):
             subprocess.run(["mcopy", "-o", "-i", fat, f"::{inside}", str(out)], check=True)
+        cmdline = subprocess.run(
+            ["mtype", "-i", fat, "::cmdline.txt"], capture_output=True, text=True, check=True
+        ).stdout
+        kept = [w for w in cmdline.split() if w.startswith(("root=", "rauc.slot=")) or w == "rw"]
+        return " ".join([*kept, "console=ttyAMA0", "systemd.journald.forward_to_console=1"])
 
-    def start(self) -> None:
+    def start(self, tryboot: bool = False, usb: bool = False) -> None:
+        self.boots += 1
+        self.serial = self.work / f"{self.name}-{self.boots}-serial.log"
         self.serial.write_bytes(b"")
+        append = self.firmware(tryboot)
         cmd = [
             "qemu-system-aarch64",
             "-M", "virt",
             "-cpu", "cortex-a72",
             "-smp", "2",
             "-m", "2048",
+            "-no-reboot",
             "-kernel", str(self.kernel),
             "-initrd", str(self.initrd),
-            "-append",
-            "root=LABEL=RASPIROOT rw console=ttyAMA0 systemd.journald.forward_to_console=1",
+            "-append", append,
             "-drive", f"file={self.image},if=virtio,format=raw",
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:8000",
             "-device", "virtio-net-pci,netdev=n0,romfile=",
@@ -83,7 +123,37 @@ class Vm:
             "-serial", f"file:{self.serial}",
             "-monitor", f"unix:{self.monitor},server,nowait",
         ]  # fmt: skip
+        if usb:
+            cmd += ["-device", "qemu-xhci,id=xhci"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def plug_stick(self, stick: Path, name: str = "stick") -> None:
+        """A USB stick (a raw disk image) plugged into the running VM's xHCI port."""
+        self.command(f"drive_add 0 if=none,id={name},file={stick},format=raw,readonly=on")
+        self.command(f"device_add usb-storage,bus=xhci.0,drive={name},id={name}-dev")
+
+    def unplug_stick(self, name: str = "stick") -> None:
+        self.command(f"device_del {name}-dev")
+
+    def wait_reboot(self, timeout: float) -> str | None:
+        """After the guest reboots (QEMU ends: -no-reboot): the reboot's command ("" for a
+        plain reboot, "0 tryboot"); None when it powered off or ``timeout`` passed."""
+        if self.proc is None:
+            return None
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self.proc = None
+        said = list(RESTART.finditer(self.console()))
+        return (said[-1].group(1) or "") if said else None
+
+    def follow_reboot(self, timeout: float, usb: bool = False) -> str:
+        """Wait for the guest's reboot and boot what the firmware would; the reboot's command."""
+        command = self.wait_reboot(timeout)
+        assert command is not None, self.console()[-3000:]
+        self.start(tryboot="tryboot" in command, usb=usb)
+        return command
 
     def console(self) -> str:
         return self.serial.read_text(errors="replace")
@@ -150,39 +220,69 @@ class Vm:
         self.proc = None
 
 
-class RootReader:
-    """The ext4 root partition of a powered-off disk image, read with debugfs."""
+def _extract(image: Path, index: int, out: Path) -> Path:
+    part = partitions(image)[index]
+    dd = [
+        "dd",
+        f"if={image}",
+        f"of={out}",
+        "bs=4M",
+        f"skip={part['start'] * 512}",
+        f"count={part['size'] * 512}",
+        "iflag=skip_bytes,count_bytes",
+        "conv=sparse",
+        "status=none",
+    ]
+    subprocess.run(dd, check=True)
+    return out
 
-    def __init__(self, image: Path, work: Path) -> None:
-        root = partitions(image)[1]
-        self.part = work / "root.ext4"
-        dd = [
-            "dd",
-            f"if={image}",
-            f"of={self.part}",
-            "bs=4M",
-            f"skip={root['start'] * 512}",
-            f"count={root['size'] * 512}",
-            "iflag=skip_bytes,count_bytes",
-            "conv=sparse",
-            "status=none",
-        ]
-        subprocess.run(dd, check=True)
+
+def _put_back(image: Path, index: int, part_file: Path) -> None:
+    part = partitions(image)[index]
+    dd = [
+        "dd",
+        f"if={part_file}",
+        f"of={image}",
+        "bs=4M",
+        f"seek={part['start'] * 512}",
+        "oflag=seek_bytes",
+        "conv=notrunc,sparse",
+        "status=none",
+    ]
+    subprocess.run(dd, check=True)
+
+
+class RootReader:
+    """A slot's ext4 root and the data partition of a powered-off disk image, read with
+    debugfs: ``/var/lib/mirror`` and ``/var/log/journal`` are read from the data partition
+    (where the card keeps them), everything else from the slot's root."""
+
+    def __init__(self, image: Path, work: Path, slot: str = "A") -> None:
+        self.part = _extract(image, ROOT[slot], work / "root.ext4")
+        self.data = _extract(image, DATA, work / "data.ext4")
         self.work = work
+
+    def _where(self, path: str) -> tuple[Path, str]:
+        for prefix, inside in (("/var/lib/mirror", "/mirror"), ("/var/log/journal", "/journal")):
+            if path == prefix or path.startswith(prefix + "/"):
+                return self.data, inside + path[len(prefix) :]
+        return self.part, path
 
     def read(self, path: str) -> bytes | None:
         out = self.work / "dumped"
         out.unlink(missing_ok=True)
+        part, inside = self._where(path)
         subprocess.run(
-            ["debugfs", "-R", f"dump {path} {out}", str(self.part)],
+            ["debugfs", "-R", f"dump {inside} {out}", str(part)],
             capture_output=True,
             check=False,
         )
         return out.read_bytes() if out.is_file() else None
 
     def exists(self, path: str) -> bool:
+        part, inside = self._where(path)
         done = subprocess.run(
-            ["debugfs", "-R", f"stat {path}", str(self.part)],
+            ["debugfs", "-R", f"stat {inside}", str(part)],
             capture_output=True,
             text=True,
             check=False,
@@ -194,7 +294,7 @@ class RootReader:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         subprocess.run(
-            ["debugfs", "-R", f"rdump /var/log/journal {folder}", str(self.part)],
+            ["debugfs", "-R", f"rdump /journal {folder}", str(self.data)],
             capture_output=True,
             check=False,
         )
@@ -207,20 +307,23 @@ class RootReader:
         return done.stdout
 
     def block_count(self) -> int:
+        """The data partition's (the one the first boot grows)."""
         done = subprocess.run(
-            ["dumpe2fs", "-h", str(self.part)], capture_output=True, text=True, check=True
+            ["dumpe2fs", "-h", str(self.data)], capture_output=True, text=True, check=True
         )
         found = re.search(r"^Block count:\s+(\d+)", done.stdout, re.MULTILINE)
         return int(found.group(1)) if found else 0
 
     def close(self) -> None:
         self.part.unlink(missing_ok=True)
+        self.data.unlink(missing_ok=True)
 
 
-def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]) -> None:
-    """Write test-only files and links into a copy's root partition (debugfs -w), in place."""
-    root = partitions(image)[1]
-    reader = RootReader(image, work)
+def inject(
+    image: Path, work: Path, files: dict[str, str], links: dict[str, str], slot: str = "A"
+) -> None:
+    """Write test-only files and links into a copy's slot root (debugfs -w), in place."""
+    part = _extract(image, ROOT[slot], work / "inject-root.ext4")
     commands = []
     for n, (path, text) in enumerate(sorted(files.items())):
         local = work / f"inject-{n}"
@@ -231,26 +334,14 @@ def inject(image: Path, work: Path, files: dict[str, str], links: dict[str, str]
     commands += [f"symlink {link} {target}" for link, target in sorted(links.items())]
     script = work / "inject.debugfs"
     script.write_text("\n".join(commands) + "\n")
-    subprocess.run(
-        ["debugfs", "-w", "-f", str(script), str(reader.part)], capture_output=True, check=True
-    )
-    dd = [
-        "dd",
-        f"if={reader.part}",
-        f"of={image}",
-        "bs=4M",
-        f"seek={root['start'] * 512}",
-        "oflag=seek_bytes",
-        "conv=notrunc,sparse",
-        "status=none",
-    ]
-    subprocess.run(dd, check=True)
-    reader.close()
+    subprocess.run(["debugfs", "-w", "-f", str(script), str(part)], capture_output=True, check=True)
+    _put_back(image, ROOT[slot], part)
+    part.unlink()
 
 
 def put_boot_file(image: Path, name: str, text: str, work: Path) -> None:
-    """Write ``name`` on the image's FAT boot partition (what an installer edits), with mtools."""
-    boot = partitions(image)[0]
+    """Write ``name`` on the card's shared FAT partition (what an installer edits), with mtools."""
+    boot = partitions(image)[SHARED]
     local = work / f"boot-{name}"
     local.write_text(text)
     fat = f"{image}@@{boot['start'] * 512}"
@@ -281,29 +372,66 @@ GUEST_TLS.verify_mode = ssl.CERT_NONE
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
+class AdminPage:
+    """A staff member's browser on the guest's admin page (cookies, CSRF tokens)."""
+
+    def __init__(self, port: int) -> None:
+        import http.cookiejar
+
+        self.base = f"https://127.0.0.1:{port}"
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
+            urllib.request.HTTPSHandler(context=GUEST_TLS),
+        )
+
+    def get(self, path: str) -> tuple[str, str]:
+        """The page's final address and its text."""
+        with self.opener.open(self.base + path, timeout=120) as page:
+            return str(page.geturl()), page.read().decode(errors="replace")
+
+    def _token(self, path: str) -> str:
+        found = _CSRF.search(self.get(path)[1])
+        return found.group(1) if found else ""
+
+    def form(self, path: str, fields: dict[str, str]) -> str:
+        import urllib.parse
+
+        data = urllib.parse.urlencode({**fields, "csrf_token": self._token(path)})
+        with self.opener.open(self.base + path, data=data.encode(), timeout=120) as answer:
+            return str(answer.read().decode(errors="replace"))
+
+    def upload(self, path: str, fields: dict[str, str], name: str, file: Path) -> str:
+        boundary = "mirror-test-boundary-7d3f"
+        parts = [
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'
+            for key, value in {**fields, "csrf_token": self._token(path)}.items()
+        ]
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+            f'filename="{file.name}"\r\nContent-Type: image/jpeg\r\n\r\n'
+        )
+        body = "".join(parts).encode() + head.encode() + file.read_bytes()
+        body += f"\r\n--{boundary}--\r\n".encode()
+        request = urllib.request.Request(
+            self.base + path,
+            data=body,
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )
+        with self.opener.open(request, timeout=300) as answer:
+            return str(answer.read().decode(errors="replace"))
+
+    def login(self, password: str) -> bool:
+        """Whether ``password`` logs the admin in."""
+        self.form("/login", {"username": "admin", "password": password})
+        where, _ = self.get("/password")
+        return not where.rstrip("/").endswith("/login")
+
+
 def change_password(port: int, old: str, new: str) -> str:
     """Log in as admin with ``old`` through the admin page and set ``new``; where the admin
     page then lands (``/login`` when the login failed)."""
-    import http.cookiejar
-    import urllib.parse
-
-    base = f"https://127.0.0.1:{port}"
-    opener = urllib.request.build_opener(
-        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
-        urllib.request.HTTPSHandler(context=GUEST_TLS),
-    )
-
-    def form(path: str, fields: dict[str, str]) -> str:
-        with opener.open(base + path, timeout=120) as page:
-            found = _CSRF.search(page.read().decode(errors="replace"))
-        data = urllib.parse.urlencode({**fields, "csrf_token": found.group(1) if found else ""})
-        with opener.open(base + path, data=data.encode(), timeout=120) as answer:
-            return str(answer.read().decode(errors="replace"))
-
-    form("/login", {"username": "admin", "password": old})
-    with opener.open(base + "/password", timeout=120) as page:
-        if page.geturl().rstrip("/").endswith("/login"):
-            return str(page.geturl())  # the login failed
-    form("/password", {"current": old, "new": new, "confirm": new})
-    with opener.open(base + "/", timeout=120) as page:
-        return str(page.geturl())
+    page = AdminPage(port)
+    if not page.login(old):
+        return page.get("/password")[0]
+    page.form("/password", {"current": old, "new": new, "confirm": new})
+    return page.get("/")[0]

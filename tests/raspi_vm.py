@@ -35,7 +35,7 @@ import fdt
 
 from provisioning.image import cache
 from provisioning.image.debian_root import DPKG_EXCLUDES, SEARCH_PATH
-from tests.image_vm import Vm, partitions
+from tests.image_vm import BOOT, Vm, partitions
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def emulated_cmdline(cmdline: str) -> str:
 
 
 def _fat_file(image: Path, name: str) -> bytes:
-    boot = partitions(image)[0]
+    boot = partitions(image)[BOOT["A"]]  # slot A's boot partition (autoboot.txt's [all])
     fat = f"{image}@@{boot['start'] * 512}"
     done = subprocess.run(["mtype", "-i", fat, f"::{name}"], capture_output=True, check=True)
     return done.stdout
@@ -165,6 +165,7 @@ class RaspiVm(Vm):
 
     def __init__(self, image: Path, work: Path, name: str, qemu: Path) -> None:
         super().__init__(image, work, name)
+        self.firmware(tryboot=False)  # slot A's kernel and initramfs, copied out
         self.qemu = qemu
         self.dtb = work / f"{name}.dtb"
         self.dtb.write_bytes(emulated_tree(_fat_file(image, "bcm2711-rpi-4-b.dtb")))

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pytest
@@ -36,8 +36,15 @@ from PIL import Image
 from appliance.device.certificate import fingerprint_of
 from appliance.media.overlays import ACCENT_RGB, BACKGROUND_RGB, TEXT_RGB, FirstBootInfo
 from appliance.modelstore import ModelStore
+from provisioning.image import build as image_build
+from provisioning.image.build import BuildRequest
+from provisioning.image.signing_keys import CERT_NAME, KEY_NAME
+from provisioning.image.update_units import add_update_units
+from provisioning.layout import DEFAULT_VENV
 from tests.image_screens import check_label, check_problem_line, shot_rgb, warning_ink
 from tests.image_vm import (
+    DATA,
+    AdminPage,
     RootReader,
     Vm,
     change_password,
@@ -52,6 +59,14 @@ pytestmark = pytest.mark.skipif(
     os.environ.get("MIRROR_IMAGE_TEST") != "1", reason="slow: run with `make test-image`"
 )
 PROFILE = "rpi4-cpu"
+ROOT_MIB = 2560
+INSTALL_S = 1800  # RAUC writing a 2.5 GiB root under TCG
+CONFIRM_S = 900
+BROKEN_MIRROR = "[Service]\nExecStart=\nExecStart=/bin/sleep infinity\n"
+SHORT_CONFIRM = (
+    "[Service]\nExecStart=\nExecStart=/opt/mirror/venv/bin/mirror update confirm --timeout 240\n"
+)
+NEW_PASSWORD = "a new venue password 42"
 TOOLS = ("mmdebstrap", "genimage", "mcopy", "mkdosfs", "debugfs", "sfdisk", "qemu-system-aarch64")
 BOOT_S = 600
 RASPI_READY_S = 1200  # raspi4b under TCG: the service's first start took 3-7 minutes
@@ -128,15 +143,82 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     assert made.returncode == 0, made.stderr[-2000:]
     out = work / "mirror.img"
+    keys = work / "keys"
+    assert _mirror("image", "keygen", "--out", str(keys)).returncode == 0
     built = _mirror(
         "image", "build", "--profile", PROFILE, "--bundle", str(work / "bundle"),
-        "--out", str(out), "--root-mib", "2560",
+        "--out", str(out), "--root-mib", str(ROOT_MIB),
+        "--signing-key", str(keys / KEY_NAME), "--signing-cert", str(keys / CERT_NAME),
+        "--bundle-version", "1.0.0",
     )  # fmt: skip
     print(f"\nimage build: {time.monotonic() - began:.0f} s\n{built.stderr}", file=sys.stderr)
     assert built.returncode == 0, built.stderr[-3000:]
     manifest = out.with_name(out.name + ".manifest.json").read_text()
     assert '"linux-image-arm64:arm64"' in manifest and '"face-mirror"' in manifest
+    assert out.with_suffix(".raucb").is_file()
     return out
+
+
+def _variant(image: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """Another build of the same bundle, signed by the same key, with test-only ``files`` in
+    its root (what a copy of the image gets by ``inject``): its update bundle."""
+    work = image.parent
+
+    def units_and_test_files(root: Path, venv: PurePosixPath = DEFAULT_VENV) -> None:
+        add_update_units(root, venv)
+        for path, text in files.items():
+            host = root / path.lstrip("/")
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_text(text)
+
+    request = BuildRequest(
+        PROFILE, work / "bundle", work / f"{name}.img", ROOT_MIB * 1024 * 1024,
+        signing_key=work / "keys" / KEY_NAME, signing_cert=work / "keys" / CERT_NAME,
+        bundle_version=version,
+    )  # fmt: skip
+    began = time.monotonic()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(image_build, "add_update_units", units_and_test_files)
+        built = image_build.build_image(request, say=lambda line: print(line, file=sys.stderr))
+    print(f"{name} build: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    built.image.unlink()  # only its bundle is needed
+    assert built.update_bundle is not None
+    return built.update_bundle
+
+
+@pytest.fixture(scope="module")
+def updates(image: Path) -> dict[str, Path]:
+    """N+1 (the demo camera, as the test's copies of N get it), a broken N+2 (mirror.service
+    never says READY; its confirmation waits less than a device's), and N+1 signed again by
+    another installer's key."""
+    work = image.parent
+    _, demo = _demo_camera(_exec_start(image, work))
+    n1 = _variant(image, "n1", "1.0.1", demo)
+    broken = {
+        "/etc/systemd/system/mirror.service.d/broken-test.conf": BROKEN_MIRROR,
+        "/etc/systemd/system/mirror-update-confirm.service.d/test.conf": SHORT_CONFIRM,
+    }
+    n2 = _variant(image, "n2", "1.0.2", broken)
+    other = work / "other-keys"
+    assert _mirror("image", "keygen", "--out", str(other)).returncode == 0
+    foreign = work / "foreign.raucb"
+    resign = [
+        "rauc", "resign", "--keyring", str(work / "keys" / CERT_NAME),
+        "--cert", str(other / CERT_NAME), "--key", str(other / KEY_NAME), str(n1), str(foreign),
+    ]  # fmt: skip
+    subprocess.run(resign, check=True, capture_output=True)
+    return {"n1": n1, "n2": n2, "foreign": foreign}
+
+
+def _stick(bundle: Path, work: Path) -> Path:
+    """A FAT USB stick with ``bundle`` on it."""
+    stick = work / f"stick-{bundle.stem}.img"
+    stick.unlink(missing_ok=True)
+    size_mib = bundle.stat().st_size // (1024 * 1024) + 64
+    mkfs = ["mkfs.vfat", "-C", str(stick), str(size_mib * 1024)]
+    subprocess.run(mkfs, check=True, capture_output=True)
+    subprocess.run(["mcopy", "-i", str(stick), str(bundle), "::"], check=True)
+    return stick
 
 
 def _copy(image: Path, dest: Path) -> Path:
@@ -264,9 +346,9 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
     assert journal.count(PASSWORD_LINE) == 1, journal[-3000:]
     assert "Scheduled restart job" not in journal
     assert reader.block_count() > blocks_before  # grown into the bigger disk
-    assert partitions(disk_a)[1]["start"] * 512 + partitions(disk_a)[1]["size"] * 512 > (
-        image.stat().st_size
-    )
+    data = partitions(disk_a)[DATA]  # the data partition grown, the slots as they were
+    assert data["start"] * 512 + data["size"] * 512 > image.stat().st_size
+    assert [p["size"] for p in partitions(disk_a)[:3]] == [p["size"] for p in partitions(image)[:3]]
     reader.close()
     _check_first_boot_screen(shot)
     assert not warning_ink(shot_rgb(shot)).any()  # the template venue file: no problem line
@@ -306,6 +388,22 @@ def test_two_copies_boot_with_their_own_secrets_kept_over_a_reboot(
     assert journal.count(PASSWORD_LINE) == 1  # no second password
 
 
+def _demo_camera(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """mirror.service's command line with the demo source as the camera, and the test files
+    that give it to a copy (a drop-in and the config with its latency budget)."""
+    demo = list(argv)
+    _option(demo, "--source", "demo")
+    _option(demo, "--fps", DEMO_FPS)
+    _option(demo, "--size", DEMO_SIZE)
+    demo += ["--config", DEMO_CONFIG_PATH]
+    drop_in = f"[Service]\nExecStart=\nExecStart={shlex.join(demo)}\n{DEMO_WATCHDOG}\n"
+    files = {
+        "/etc/systemd/system/mirror.service.d/demo-camera-test.conf": drop_in,
+        DEMO_CONFIG_PATH: DEMO_CONFIG,
+    }
+    return demo, files
+
+
 def _reboot_with_camera_and_stall(
     disk: Path, work: Path, password: str, argv: list[str], *, font: Path, first: np.ndarray
 ) -> None:
@@ -314,18 +412,12 @@ def _reboot_with_camera_and_stall(
     the first boot's password still logs in and is changed; then the screen shows the mirror
     with the label (where the Labeler puts it, not the first-boot screen); the stalled
     service is killed by systemd's watchdog and restarted."""
-    demo = list(argv)
-    _option(demo, "--source", "demo")
-    _option(demo, "--fps", DEMO_FPS)
-    _option(demo, "--size", DEMO_SIZE)
-    demo += ["--config", DEMO_CONFIG_PATH]
-    drop_in = f"[Service]\nExecStart=\nExecStart={shlex.join(demo)}\n{DEMO_WATCHDOG}\n"
+    demo, files = _demo_camera(argv)
     inject(
         disk,
         work,
         {
-            "/etc/systemd/system/mirror.service.d/demo-camera-test.conf": drop_in,
-            DEMO_CONFIG_PATH: DEMO_CONFIG,
+            **files,
             "/usr/local/sbin/mirror-stall-test": STALL_SCRIPT,
             "/etc/systemd/system/mirror-stall-test.service": STALL,
         },
@@ -375,10 +467,11 @@ def test_the_image_boots_qemus_raspi4b_from_its_sd_card(image: Path, tmp_path: P
     subprocess.run(["cp", "--sparse=always", str(image), str(disk)], check=True)
     vm = RaspiVm(disk, tmp_path, "pi4", qemu)
     written = vm.written_cmdline
-    assert "root=LABEL=RASPIROOT" in written and "video=HDMI-A-1:1280x720@60" in written
+    assert "root=PARTUUID=6d697272-05" in written and "rauc.slot=A" in written
+    assert "video=HDMI-A-1:1280x720@60" in written
     vm.start()
     try:
-        mounted = vm.wait_console(r"EXT4-fs \(mmcblk\d+p2\): mounted filesystem", BOOT_S)
+        mounted = vm.wait_console(r"EXT4-fs \(mmcblk\d+p5\): mounted filesystem", BOOT_S)
         assert mounted, vm.console()[-3000:]
         ready = vm.wait_console(r"Started .*mirror\.service.* - Face-swap mirror", RASPI_READY_S)
         assert ready, vm.console()[-3000:]
@@ -392,3 +485,64 @@ def test_the_image_boots_qemus_raspi4b_from_its_sd_card(image: Path, tmp_path: P
     assert re.search(rf"mmcblk\d+: {host}:\w+ QEMU", console), console[-3000:]
     assert f"Kernel command line: {vm.cmdline}" in console
     assert "firmware: direct-loading firmware regulatory.db" in console  # wireless-regdb
+
+
+def test_an_update_from_a_usb_stick_keeps_the_venue_and_a_broken_one_rolls_back(
+    image: Path, updates: dict[str, Path], tmp_path: Path, store: ModelStore
+) -> None:
+    """Version N flashed, its password changed and an identity added; a stick with a bundle
+    signed by another key is refused; a stick with N+1: installed into slot B, booted once
+    on trial, healthy, kept, the venue's password and identity still there; a stick with a
+    broken N+2: installed into A, on trial, never healthy: marked bad and back to B by
+    itself. The test plays the Pi's firmware (autoboot.txt, tryboot) between the boots."""
+    argv = _exec_start(image, tmp_path)
+    disk = _copy(image, tmp_path / "u.img")
+    inject(disk, tmp_path, _demo_camera(argv)[1], {})
+    vm = Vm(disk, tmp_path, "u")
+    began = time.monotonic()
+    vm.start(usb=True)
+    try:
+        assert vm.wait_console(r"Started .*Face-swap mirror", BOOT_S), vm.console()[-3000:]
+        assert vm.wait_console(r"slot A committed", BOOT_S), vm.console()[-3000:]
+        password = _console_password(vm)
+        where = change_password(vm.port, password, NEW_PASSWORD)
+        assert not where.rstrip("/").endswith(("/login", "/password")), where
+        page = AdminPage(vm.port)
+        assert page.login(NEW_PASSWORD)
+        page.upload("/identities", {"name": "venue_guest"}, "photo", store.path("grace_hopper"))
+        assert "venue_guest" in page.get("/identities")[1]
+        print(f"\nN ready, venue state written: {time.monotonic() - began:.0f} s", file=sys.stderr)
+
+        vm.plug_stick(_stick(updates["foreign"], tmp_path), "foreign")
+        refused = vm.wait_console(r"mirror update: .*foreign\.raucb refused: (.*)", INSTALL_S)
+        assert refused, vm.console()[-3000:]
+        print(f"foreign bundle: {refused.group(0)}", file=sys.stderr)
+        vm.unplug_stick("foreign")
+
+        vm.plug_stick(_stick(updates["n1"], tmp_path), "n1")
+        assert vm.follow_reboot(INSTALL_S, usb=True) == "0 tryboot"
+        assert vm.slot == "B"
+        print(f"N+1 installed, trial boot: {time.monotonic() - began:.0f} s", file=sys.stderr)
+        assert vm.wait_console(r"slot B on trial", BOOT_S), vm.console()[-3000:]
+        assert vm.wait_console(r"slot B is healthy: kept", CONFIRM_S), vm.console()[-3000:]
+        page = AdminPage(vm.port)
+        assert page.login(NEW_PASSWORD), "the venue's password did not survive the update"
+        assert "venue_guest" in page.get("/identities")[1]
+        print(f"N+1 kept: {time.monotonic() - began:.0f} s", file=sys.stderr)
+
+        vm.plug_stick(_stick(updates["n2"], tmp_path), "n2")
+        assert vm.follow_reboot(INSTALL_S, usb=True) == "0 tryboot"
+        assert vm.slot == "A"
+        assert vm.wait_console(r"slot A on trial", BOOT_S), vm.console()[-3000:]
+        assert vm.follow_reboot(CONFIRM_S) == ""  # a plain reboot: the firmware's committed
+        assert vm.slot == "B", "the broken N+2 was not rolled back"
+        assert vm.wait_console(r"slot B is healthy: kept", CONFIRM_S), vm.console()[-3000:]
+        page = AdminPage(vm.port)
+        assert page.login(NEW_PASSWORD)
+        print(f"N+2 rolled back: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    finally:
+        vm.power_off()
+    reader = RootReader(disk, tmp_path, slot="B")
+    journal = reader.journal()
+    reader.close()
+    assert "on trial not healthy" in journal and "back to B" in journal, journal[-3000:]

@@ -16,10 +16,16 @@ import pytest
 from appliance.cli.main import main
 from appliance.modelstore import ModelStore
 from provisioning.bundle_build import build_bundle
-from provisioning.image.genimage_cfg import run_genimage
+from provisioning.errors import UpdateError
+from provisioning.image.ab_layout import arrange
+from provisioning.image.genimage_cfg import Signing, run_genimage
+from provisioning.image.growdata import grow_partition
 from provisioning.image.manifest import debian_packages
+from provisioning.image.rauc_files import add_rauc_files
 from provisioning.image.root_files import add_image_files, secrets_in
+from provisioning.image.signing_keys import make_signing_pair
 from provisioning.image.spec import MIB, ImageSpec, spec_for
+from provisioning.update.rauc_cli import check_bundle
 
 PROFILE = "rpi4-cpu"
 
@@ -140,50 +146,115 @@ def test_the_image_has_the_wifi_regulatory_database() -> None:
     assert "wireless-regdb" in spec.packages and "firmware-brcm80211" in spec.packages
 
 
+def _part(image: Path, part: dict[str, int], out: Path) -> Path:
+    with image.open("rb") as img, out.open("wb") as dest:
+        img.seek(part["start"] * 512)
+        dest.write(img.read(part["size"] * 512))
+    return out
+
+
+def _debugfs(ext4: Path, request: str) -> str:
+    done = subprocess.run(
+        ["debugfs", "-R", request, str(ext4)], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
 @pytest.mark.skipif(
     os.geteuid() != 0
-    or not all(shutil.which(t) for t in ("genimage", "mcopy", "mkdosfs", "sfdisk")),
-    reason="needs root and: apt-get install genimage mtools dosfstools fdisk",
+    or not all(shutil.which(t) for t in ("genimage", "mcopy", "mkdosfs", "sfdisk", "rauc")),
+    reason="needs root and: apt-get install genimage mtools dosfstools fdisk rauc squashfs-tools",
 )
-def test_genimage_makes_an_mbr_with_the_fat_boot_and_the_ext4_root(tmp_path: Path) -> None:
+def test_genimage_makes_the_ab_card_and_its_signed_bundle(tmp_path: Path) -> None:
+    """The MBR of the A/B card: the shared FAT (autoboot.txt with slot A, the venue file), slot
+    A's FAT boot and ext4 root, slot B empty, the data partition with /var/lib/mirror (its
+    models linked into the root); and the RAUC bundle of the same boot and root images,
+    signed with the installer's key, its certificate the image's keyring."""
     root = tmp_path / "root"
     _fake_root(root)
+    (root / "boot/firmware/cmdline.txt").write_text("console=tty0 root=PARTUUID=6d697272-05 rw\n")
+    (root / "var/lib/mirror/models").mkdir()
+    (root / "var/lib/mirror/models/face.onnx").write_bytes(b"model")
+    (root / "var/lib/mirror/config.yaml").write_text("pipeline: {}\n")
+    key, cert = make_signing_pair(tmp_path / "keys")
     add_image_files(root)
+    add_rauc_files(root, cert)
     (root / "etc/hostname").write_text("mirror\n")
+    arrange(root, tmp_path / "shared")
     spec = ImageSpec(
-        PROFILE, "bookworm", "arm64", "debian12-arm64", boot_bytes=32 * MIB, root_bytes=64 * MIB
-    )
+        PROFILE, "bookworm", "arm64", "debian12-arm64", boot_bytes=32 * MIB, root_bytes=64 * MIB,
+        shared_bytes=8 * MIB, data_bytes=16 * MIB,
+    )  # fmt: skip
     out = tmp_path / "small.img"
     work = tmp_path / "work"
     work.mkdir()
-    run_genimage(spec, root, out, work, tmp_path / "log")
+    signing = Signing(key, cert, "9.9.9", "20261205T000000Z")
+    bundle = run_genimage(
+        spec, root, out, shared=tmp_path / "shared", work=work, log=tmp_path / "log",
+        signing=signing,
+    )  # fmt: skip
     table = json.loads(
         subprocess.run(
             ["sfdisk", "-J", str(out)], capture_output=True, text=True, check=True
         ).stdout
-    )
-    parts = table["partitiontable"]["partitions"]
-    assert table["partitiontable"]["label"] == "dos"
-    assert [p["type"] for p in parts] == ["c", "83"]
-    assert parts[0].get("bootable") is True
-    assert parts[0]["start"] * 512 == 4 * MIB and parts[0]["size"] * 512 == 32 * MIB
-    boot = subprocess.run(
-        ["mdir", "-b", "-i", f"{out}@@{4 * MIB}"], capture_output=True, text=True, check=True
-    )
-    assert "CONFIG.TXT" in boot.stdout.upper() and "MIRROR.YAML" in boot.stdout.upper()
-    ext4 = tmp_path / "root.ext4"
-    with out.open("rb") as img, ext4.open("wb") as part:
-        img.seek(parts[1]["start"] * 512)
-        part.write(img.read(parts[1]["size"] * 512))
-    read = subprocess.run(
-        ["debugfs", "-R", "cat /etc/machine-id", str(ext4)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert read.stdout == "uninitialized\n"
-    label = subprocess.run(["e2label", str(ext4)], capture_output=True, text=True, check=True)
-    assert label.stdout.strip() == "RASPIROOT"
+    )["partitiontable"]
+    parts = table["partitions"]
+    assert table["label"] == "dos" and table["id"] == "0x6d697272"
+    assert [p["type"] for p in parts] == ["c", "c", "c", "f", "83", "83", "83"]
+    assert parts[0].get("bootable") is True and parts[0]["start"] * 512 == 4 * MIB
+    assert [p["size"] * 512 for p in parts if p["type"] != "f"] == [
+        8 * MIB, 32 * MIB, 32 * MIB, 64 * MIB, 64 * MIB, 16 * MIB,
+    ]  # fmt: skip
+    shared = subprocess.run(
+        ["mtype", "-i", f"{out}@@{parts[0]['start'] * 512}", "::autoboot.txt"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "tryboot_a_b=1" in shared and "boot_partition=2" in shared and "[tryboot]" not in shared
+    shared_files = subprocess.run(
+        ["mdir", "-b", "-i", f"{out}@@{parts[0]['start'] * 512}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.upper()  # fmt: skip
+    assert "MIRROR.YAML" in shared_files and "CONFIG.TXT" not in shared_files
+    cmdline = subprocess.run(
+        ["mtype", "-i", f"{out}@@{parts[1]['start'] * 512}", "::cmdline.txt"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "root=PARTUUID=6d697272-05" in cmdline and "rauc.slot=A" in cmdline
+    root_a = _part(out, parts[4], tmp_path / "root.ext4")
+    assert _debugfs(root_a, "cat /etc/machine-id") == "uninitialized\n"
+    assert _debugfs(root_a, "cat /opt/mirror/models/face.onnx") == "model"
+    assert "config.yaml" not in _debugfs(root_a, "ls /var/lib/mirror")
+    assert "face-mirror-rpi4" in _debugfs(root_a, "cat /etc/rauc/system.conf")
+    assert _debugfs(root_a, "cat /etc/rauc/keyring.pem") == cert.read_text()
+    data = _part(out, parts[6], tmp_path / "data.ext4")
+    assert _debugfs(data, "cat /mirror/config.yaml") == "pipeline: {}\n"
+    assert "/opt/mirror/models" in _debugfs(data, "stat /mirror/models")
+    label = subprocess.run(["e2label", str(data)], capture_output=True, text=True, check=True)
+    assert label.stdout.strip() == "MIRRORDATA"
+    assert bundle is not None and bundle.name == "small.raucb"
+    assert check_bundle(bundle, cert).version == "9.9.9"
+    _, other_cert = make_signing_pair(tmp_path / "other")
+    with pytest.raises(UpdateError, match="small.raucb refused: .*"):
+        check_bundle(bundle, other_cert)
+    broken = tmp_path / "broken.raucb"
+    data_bytes = bytearray(bundle.read_bytes())
+    data_bytes[-200] ^= 0xFF  # inside the signature
+    broken.write_bytes(bytes(data_bytes))
+    with pytest.raises(UpdateError, match="broken.raucb refused"):
+        check_bundle(broken, cert)
+    if shutil.which("growpart"):  # cloud-guest-utils: the first boot grows only the data
+        with out.open("r+b") as card:
+            card.truncate(out.stat().st_size + 64 * MIB)
+        assert grow_partition(str(out), 7) == ""
+        grown = json.loads(
+            subprocess.run(["sfdisk", "-J", str(out)], capture_output=True, text=True).stdout
+        )["partitiontable"]["partitions"]
+        assert [p["size"] for p in grown[:6]] == [p["size"] for p in parts[:3]] + [
+            grown[3]["size"], parts[4]["size"], parts[5]["size"],
+        ]  # fmt: skip
+        assert grown[6]["size"] * 512 > 16 * MIB + 60 * MIB
+        assert grown[6]["start"] + grown[6]["size"] == grown[3]["start"] + grown[3]["size"]
+        assert grow_partition(str(out), 7) == "nochange"
 
 
 def test_manifest_lists_installed_packages_with_versions(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from appliance.media.venue_problem import VENUE_PROBLEM, write_venue_problem
 from provisioning.image.build import BuildRequest, build_image
 from provisioning.image.firstboot import Applied, apply_venue
-from provisioning.image.growroot import grow_root
+from provisioning.image.growdata import grow_data
 from provisioning.image.root_files import VENUE_FILE
 from provisioning.image.spec import MIB
 from provisioning.image.venue import read_venue
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("image", help="build a flashable device image")
-    verbs = parser.add_subparsers(dest="verb", metavar="build", required=True)
+    verbs = parser.add_subparsers(dest="verb", metavar="build|keygen", required=True)
     build = verbs.add_parser("build", help="build FILE.img for a profile from a bundle")
     build.add_argument("--profile", required=True, help="hardware profile (rpi4-*)")
     build.add_argument("--bundle", required=True, type=Path, help="offline bundle directory")
@@ -40,7 +40,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     build.add_argument(
         "--refresh", action="store_true", help="fetch new Debian package lists (else cached)"
     )
+    build.add_argument(
+        "--signing-key", type=Path, help="the installer's update key: also write FILE.raucb"
+    )
+    build.add_argument(
+        "--signing-cert", type=Path, help="its certificate: the image takes bundles signed by it"
+    )
+    build.add_argument("--bundle-version", help="the update bundle's version (the mirror's)")
     build.set_defaults(handler=_build)
+    keygen = verbs.add_parser("keygen", help="make the installer's update-signing pair, once")
+    keygen.add_argument("--out", required=True, type=Path, help="a folder kept off the devices")
+    keygen.set_defaults(handler=_keygen)
     first = verbs.add_parser("firstboot", help="(on the device, at boot) apply the venue file")
     first.add_argument("--root", type=Path, default=Path("/"), help="the device root (/)")
     first.add_argument("--boot-file", default=str(VENUE_FILE), help="the venue file")
@@ -49,9 +59,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     root_bytes = args.root_mib * MIB if args.root_mib else None
-    built = build_image(BuildRequest(args.profile, args.bundle, args.out, root_bytes, args.refresh))
+    request = BuildRequest(
+        args.profile,
+        args.bundle,
+        args.out,
+        root_bytes,
+        args.refresh,
+        signing_key=args.signing_key,
+        signing_cert=args.signing_cert,
+        bundle_version=args.bundle_version,
+    )
+    built = build_image(request)
     print(f"image written: {built.image}")
+    if built.update_bundle is not None:
+        print(f"update bundle: {built.update_bundle}")
+    else:
+        print(
+            "mirror: warning: no --signing-key/--signing-cert: cards flashed with this image "
+            "take no update bundle (make a pair once with `mirror image keygen`, keep the key)",
+            file=sys.stderr,
+        )
     print(f"manifest: {built.manifest}")
+    return 0
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from provisioning.image.signing_keys import make_signing_pair
+
+    key, cert = make_signing_pair(args.out)
+    print(f"signing key (keep it off the devices, 0600): {key}")
+    print(f"certificate (goes into each image): {cert}")
     return 0
 
 
@@ -88,4 +125,4 @@ def _live(applied: Applied) -> None:
         subprocess.run(["systemctl", "--no-block", "stop", unit], check=False)
     for unit in applied.start:
         subprocess.run(["systemctl", "--no-block", "start", unit], check=False)
-    _say(grow_root())
+    _say(grow_data())

@@ -52,6 +52,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         provision_cmd,
         run_cmd,
         swap_cmd,
+        update_cmd,
     )
 
     swap_cmd.register(sub)
@@ -61,6 +62,7 @@ def _register_optional(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     doctor_cmd.register(sub)
     provision_cmd.register(sub)
     image_cmd.register(sub)
+    update_cmd.register(sub)
     identity_cmd.register(sub)
     metrics_token_cmd.register(sub)
 

@@ -18,18 +18,24 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from provisioning.bundle import read_index
 from provisioning.errors import ImageError
+from provisioning.image.ab_layout import arrange
 from provisioning.image.boot_check import check_image_root
 from provisioning.image.debian_root import SEARCH_PATH, base_root
+from provisioning.image.genimage_cfg import Signing
 from provisioning.image.logged import run_logged
 from provisioning.image.manifest import build_manifest, write_manifest
+from provisioning.image.rauc_files import add_rauc_files
 from provisioning.image.root_files import add_image_files, secrets_in
 from provisioning.image.spec import ImageSpec, spec_for
 from provisioning.image.steps import Say, Steps, say_stderr
+from provisioning.image.update_units import add_update_units
 from provisioning.layout import DEFAULT_VENV
 
 logger = logging.getLogger(__name__)
@@ -43,6 +49,7 @@ TOOLS = {
     "mke2fs": "e2fsprogs",
     "unshare": "util-linux",
 }
+SIGNING_TOOLS = {"rauc": "rauc", "mksquashfs": "squashfs-tools"}  # the bundle
 PROVISION_TIMEOUT_S = 3600
 MOUNTED = """set -e
 root=$1; shift
@@ -61,6 +68,9 @@ class BuildRequest:
     root_bytes: int | None = None
     refresh: bool = False  # new Debian package lists (else the cached ones: same versions)
     keep_work: bool = False
+    signing_key: Path | None = None  # the installer's: the bundle is signed with it
+    signing_cert: Path | None = None  # its certificate: the image's keyring
+    bundle_version: str | None = None  # else the mirror's version
 
 
 @dataclass(frozen=True)
@@ -69,13 +79,15 @@ class Built:
     manifest: Path
     root_cached: bool
     timings: dict[str, float]
+    update_bundle: Path | None = None
 
 
-def check_host(spec: ImageSpec) -> None:
+def check_host(spec: ImageSpec, signing: bool = False) -> None:
     if os.geteuid() != 0:
         raise ImageError("building an image needs root (mmdebstrap, chroot, file owners)")
+    tools = {**TOOLS, **(SIGNING_TOOLS if signing else {})}
     missing = sorted(
-        {pkg for tool, pkg in TOOLS.items() if not shutil.which(tool, path=SEARCH_PATH)}
+        {pkg for tool, pkg in tools.items() if not shutil.which(tool, path=SEARCH_PATH)}
     )
     if missing:
         raise ImageError(f"missing tools: apt-get install {' '.join(missing)}")
@@ -131,17 +143,43 @@ def _extract(tar: Path, dest: Path) -> None:
         raise ImageError(f"cannot extract {tar}: {done.stderr.strip()[-300:]}")
 
 
-def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
-    from provisioning.image.genimage_cfg import run_genimage
+def check_signing(request: BuildRequest) -> None:
+    """Both the key and the certificate, or neither; readable files; the pair checked by
+    ``rauc`` itself when the bundle is signed."""
+    given = [p for p in (request.signing_key, request.signing_cert) if p is not None]
+    if len(given) == 1:
+        raise ImageError("--signing-key and --signing-cert go together (mirror image keygen)")
+    for path in given:
+        if not path.is_file():
+            raise ImageError(f"{path}: no such file")
 
+
+def _signing(request: BuildRequest, manifest: dict[str, Any]) -> Signing | None:
+    if request.signing_key is None or request.signing_cert is None:
+        return None
+    version = request.bundle_version or str(manifest["python"].get("face-mirror", "0"))
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return Signing(request.signing_key.resolve(), request.signing_cert.resolve(), version, stamp)
+
+
+def _checked(request: BuildRequest, say: Say) -> tuple[ImageSpec, Path]:
+    """The spec and the image's path, once the request and this machine can make them."""
     spec = spec_for(request.profile, request.root_bytes)
     out = request.out.resolve()
     if out.suffix != ".img":
         raise ImageError(f"{request.out}: the image's name must end in .img")
     if not out.parent.is_dir():
         raise ImageError(f"{out.parent}: no such directory")
-    check_host(spec)
-    steps = Steps(9, say)
+    check_signing(request)
+    check_host(spec, signing=request.signing_key is not None)
+    return spec, out
+
+
+def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
+    from provisioning.image.genimage_cfg import run_genimage
+
+    spec, out = _checked(request, say)
+    steps = Steps(10, say)
     log = out.with_name(out.name + ".log")
     log.write_text("")
     work = out.with_name(f".{out.name}.work")
@@ -152,6 +190,7 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
         say(f"  {'cached' if cached else 'built'}: {tar}")
     shutil.rmtree(work, ignore_errors=True)
     root = work / "root"
+    bundle_out: Path | None = None
     try:
         with steps.step("a fresh copy of the root"):
             _extract(tar, root)
@@ -162,8 +201,10 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
             findings = check_image_root(spec, root)
             if findings:
                 raise ImageError("the image would not boot: " + "; ".join(str(f) for f in findings))
-        with steps.step("first-boot files; removing what is unique to one machine"):
+        with steps.step("first-boot and update files; removing what is unique to one machine"):
             add_image_files(root)
+            add_rauc_files(root, request.signing_cert.resolve() if request.signing_cert else None)
+            add_update_units(root)
         with steps.step("checking that nothing secret or per-device is inside"):
             found = secrets_in(root)
             if found:
@@ -171,12 +212,20 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
             manifest = build_manifest(
                 spec, root, root / str(DEFAULT_VENV).lstrip("/"), request.bundle
             )
-        with steps.step(f"partitions and file systems (genimage) -> {out}"):
-            run_genimage(spec, root, out, work, log)
+        with steps.step("the A/B partitions: two slots, the shared boot files, the data"):
+            arrange(root, work / "shared")
+        signing = _signing(request, manifest)
+        what = f"{out} and its signed update bundle" if signing else str(out)
+        with steps.step(f"partitions and file systems (genimage) -> {what}"):
+            bundle_out = run_genimage(
+                spec, root, out, shared=work / "shared", work=work, log=log, signing=signing
+            )
         manifest_path = out.with_name(out.name + ".manifest.json")
         with steps.step(f"manifest {manifest_path}"):
+            if signing is not None:
+                manifest["update"] = {"version": signing.version, "build": signing.build}
             write_manifest(manifest_path, manifest, out)
     finally:
         if not request.keep_work:
             shutil.rmtree(work, ignore_errors=True)
-    return Built(out, manifest_path, cached, steps.timings)
+    return Built(out, manifest_path, cached, steps.timings, bundle_out)

@@ -26,7 +26,7 @@ from pathlib import Path
 from provisioning.errors import ImageError
 from provisioning.image import cache
 from provisioning.image.logged import run_logged
-from provisioning.image.spec import ROOT_LABEL, ImageSpec
+from provisioning.image.spec import SLOTS, ImageSpec, partuuid
 from provisioning.in_root import EMULATED_CPU
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,8 @@ def _write(path: str, text: str) -> str:
 def content_hooks(spec: ImageSpec) -> list[str]:
     """Setup hooks that decide what the root holds (part of the cache key)."""
     modules = "".join(f"{name}\n" for name in spec.initramfs_modules)
-    raspi = f'ROOTPART=LABEL={ROOT_LABEL}\nCONSOLES="ttyS1,115200 tty0"\n'
+    # the root of slot A; an update rewrites the root= and rauc.slot= of the slot it writes
+    raspi = f'ROOTPART=PARTUUID={partuuid(SLOTS["A"][1])}\nCONSOLES="ttyS1,115200 tty0"\n'
     return [
         'mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/etc/default" "$1/boot/firmware"',
         _write("/etc/initramfs-tools/conf.d/mirror-image.conf", "MODULES=list\n"),

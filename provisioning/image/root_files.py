@@ -29,7 +29,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from provisioning.image.firstboot import SSH_OFF, SSH_OFF_TEXT, WIRED, WIRED_TEXT
-from provisioning.image.spec import BOOT_LABEL, ROOT_LABEL
+from provisioning.image.spec import BOOT_LABEL, DATA_LABEL, DATA_MOUNT
 from provisioning.image.venue import TEMPLATE
 from provisioning.layout import DEFAULT_VENV, Layout
 
@@ -38,9 +38,14 @@ logger = logging.getLogger(__name__)
 FIRSTBOOT_UNIT = PurePosixPath("/etc/systemd/system/mirror-firstboot.service")
 VENUE_FILE = PurePosixPath("/boot/firmware/mirror.yaml")
 WANTS = PurePosixPath("/etc/systemd/system")
+# The root is the one the slot's cmdline.txt names (root=PARTUUID=...): no line for it. The
+# shared FAT partition (autoboot.txt, the venue file) and the data partition are the same for
+# both slots; /var/lib/mirror and the journal live on the data partition.
 FSTAB = (
-    f"LABEL={ROOT_LABEL}\t/\text4\tdefaults,noatime\t0\t1\n"
     f"LABEL={BOOT_LABEL}\t/boot/firmware\tvfat\tdefaults,umask=0077\t0\t2\n"
+    f"LABEL={DATA_LABEL}\t{DATA_MOUNT}\text4\tdefaults,noatime\t0\t2\n"
+    f"{DATA_MOUNT}/mirror\t/var/lib/mirror\tnone\tbind\t0\t0\n"
+    f"{DATA_MOUNT}/journal\t/var/log/journal\tnone\tbind\t0\t0\n"
 )
 ENABLED = (
     ("multi-user.target.wants", "systemd-networkd.service"),

@@ -28,8 +28,24 @@ from provisioning.image.boot_chain import PI4, PI400, Board
 
 logger = logging.getLogger(__name__)
 
-BOOT_LABEL = "RASPIFIRM"  # the labels Debian's raspi images use (raspi-firmware's defaults)
-ROOT_LABEL = "RASPIROOT"
+# The card (an MBR; the Pi's firmware reads MBR and switches boot partitions by autoboot.txt):
+#   1 RASPIFIRM  FAT: autoboot.txt (which slot boots) and the venue file; at /boot/firmware
+#   2, 3         FAT: slot A's and slot B's kernel, initramfs, device trees, cmdline.txt
+#   4            the extended partition holding 5-7
+#   5, 6         ext4: slot A's and slot B's root (RAUC writes the slot not running)
+#   7 MIRRORDATA ext4: /var/lib/mirror and the journal (never written by an update);
+#                the only partition that grows to fill the card at the first boot
+BOOT_LABEL = "RASPIFIRM"  # Debian's raspi label: the partition an installer edits
+SLOT_BOOT_LABEL = "MIRRORBOOT"
+ROOT_LABEL = "MIRRORROOT"
+DATA_LABEL = "MIRRORDATA"
+# one fixed MBR disk signature, so each slot's cmdline.txt names its root by PARTUUID (the
+# root images of both slots are the same file system, so a label could not tell them apart)
+DISK_SIGNATURE = 0x6D697272
+SLOTS = {"A": (2, 5), "B": (3, 6)}  # a slot's bootname -> (boot partition, root partition)
+DATA_PARTITION = 7
+EXTENDED_PARTITION = 4
+DATA_MOUNT = "/data"  # the data partition; /var/lib/mirror and /var/log/journal bind from it
 GIB = 1024**3
 MIB = 1024**2
 # an "8 GB" card holds about 7.4 GiB; the root grows to fill the card at the first boot
@@ -58,6 +74,8 @@ PACKAGES = (
     "python3",
     "python3-venv",
     "ca-certificates",
+    "rauc",  # A/B updates from signed bundles (provisioning.image.rauc_files)
+    "rauc-service",  # its D-Bus service: `rauc install` and `rauc status` talk to it
 )
 
 INITRAMFS_MODULES = (
@@ -91,8 +109,10 @@ class ImageSpec:
     components: tuple[str, ...] = ("main", "non-free-firmware")
     initramfs_modules: tuple[str, ...] = INITRAMFS_MODULES
     boards: tuple[Board, ...] = (PI4, PI400)  # checked against the kernel (boot_chain)
-    boot_bytes: int = 256 * MIB
-    root_bytes: int = 3 * GIB
+    boot_bytes: int = 256 * MIB  # each slot's
+    root_bytes: int = 3 * GIB  # each slot's
+    shared_bytes: int = 32 * MIB
+    data_bytes: int = 256 * MIB  # grows to fill the card at the first boot
 
     @property
     def qemu_arch(self) -> str:
@@ -100,7 +120,18 @@ class ImageSpec:
 
     @property
     def image_bytes(self) -> int:
-        return self.boot_bytes + self.root_bytes + 4 * MIB  # the MBR and alignment
+        slots = 2 * (self.boot_bytes + self.root_bytes)
+        # the MBR and alignment, and one MiB before each logical partition (its EBR)
+        return self.shared_bytes + slots + self.data_bytes + 8 * MIB
+
+
+def partuuid(number: int) -> str:
+    """The PARTUUID of partition ``number`` on a card flashed with the image."""
+    return f"{DISK_SIGNATURE:08x}-{number:02d}"
+
+
+def slot_of_partition(number: int) -> str | None:
+    return next((slot for slot, parts in SLOTS.items() if number in parts), None)
 
 
 VENDOR_OS = {
