@@ -23,7 +23,9 @@ and the accelerator's (``inference.accelerator``) in telemetry's ``parts``,
 for ``/healthz`` and the dashboard, and puts the accelerator's as a small
 staff note on the HDMI screen, as it does safe mode (``SessionOptions.safe_mode``:
 a settings file that could not be used; the control reports it as the part
-"config" until staff save settings).
+"config" until staff save settings). The A/B update's progress (``media.update_note``,
+from the installer's status file in the data folder) goes on the screen too, at the
+edge away from the label.
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ from appliance.inference.accelerator import accelerator_state
 from appliance.inference.fallbacks import fallbacks
 from appliance.inference.runtime import RuntimeChoice
 from appliance.media.display_screens import CameraLostScreen
-from appliance.media.overlays import Overlays
+from appliance.media.overlays import Overlays, update_corner
 from appliance.media.preview_sink import WebPreviewSink
 from appliance.media.sink_base import FrameSink
 from appliance.media.source_base import FrameSource
 from appliance.media.source_mode import SourceMode
+from appliance.media.update_note import UpdateNote
 from appliance.modelstore import ModelStore
+from appliance.paths import data_dir
 from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.presence import MOTION
@@ -110,6 +114,7 @@ class MirrorSession:
         self.telemetry = Telemetry()
         sinks = list(options.extra_sinks)
         self.camera_screen: CameraLostScreen | None = None
+        self.update_note = UpdateNote(data_dir()) if options.overlays is not None else None
         if options.display is not None:
             sinks.insert(0, options.display)  # first: READY and WATCHDOG follow what it shows
             if options.overlays is not None:
@@ -229,6 +234,10 @@ class MirrorSession:
             if accelerator.problem:
                 notes.append(overlays.texts.cpu_fallback.format(accelerator=accelerator.wanted))
             overlays.staff_note = " · ".join(notes)
+            if self.update_note is not None:
+                overlays.update_note = self.update_note.line(overlays.texts)
+                label = self.control.settings().label.position
+                overlays.update_corner = update_corner(label)
 
     def shown(self, snap: TelemetrySnapshot) -> int:
         """Frames the display (the first output sink) has written; all frames out without one.

@@ -15,6 +15,7 @@ the host's ``journalctl`` (no mounting, no loop devices).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import re
@@ -26,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -384,9 +386,21 @@ class AdminPage:
             urllib.request.HTTPSHandler(context=GUEST_TLS),
         )
 
+    def _open(self, request: urllib.request.Request | str, data: bytes | None = None) -> Any:
+        """``opener.open``, again after a dropped connection: under TCG, with the mirror busy
+        on both emulated cores, a TLS handshake can miss the front's 10 s limit."""
+        for attempt in range(3):
+            try:
+                return self.opener.open(request, data=data, timeout=300)
+            except (http.client.RemoteDisconnected, ConnectionError, urllib.error.URLError):
+                if attempt == 2:
+                    raise
+                time.sleep(5)
+        raise AssertionError("unreachable")
+
     def get(self, path: str) -> tuple[str, str]:
         """The page's final address and its text."""
-        with self.opener.open(self.base + path, timeout=120) as page:
+        with self._open(self.base + path) as page:
             return str(page.geturl()), page.read().decode(errors="replace")
 
     def _token(self, path: str) -> str:
@@ -397,7 +411,7 @@ class AdminPage:
         import urllib.parse
 
         data = urllib.parse.urlencode({**fields, "csrf_token": self._token(path)})
-        with self.opener.open(self.base + path, data=data.encode(), timeout=120) as answer:
+        with self._open(self.base + path, data.encode()) as answer:
             return str(answer.read().decode(errors="replace"))
 
     def upload(self, path: str, fields: dict[str, str], name: str, file: Path) -> str:
@@ -417,7 +431,7 @@ class AdminPage:
             data=body,
             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
         )
-        with self.opener.open(request, timeout=300) as answer:
+        with self._open(request) as answer:
             return str(answer.read().decode(errors="replace"))
 
     def login(self, password: str) -> bool:

@@ -3,8 +3,10 @@ scrape token, and every metric ``fleet/grafana-dashboard.json`` asks for is in t
 
 A real admin app over HTTPS on loopback (the device's own certificate), real demo frames
 through a real runner, and a thermal zone on a faked device root (this machine has no
-sensor). With Debian's ``prometheus`` package installed, a real Prometheus scrapes that
-mirror with the repository's configuration and answers every dashboard query.
+sensor), and RAUC's slots from a fake ``rauc`` first on PATH (``tests.fake_rauc``: this
+machine has no A/B image). With Debian's ``prometheus`` package installed, a real
+Prometheus scrapes that mirror with the repository's configuration and answers every
+dashboard query.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from appliance.media.demo_source import DemoSource
 from appliance.media.null_sink import NullSink
 from appliance.pipeline.runner import PipelineRunner
 from appliance.thermal.runner import governor_for
+from tests.fake_rauc import install_fake_rauc, path_with
 from tests.test_web_support import Mirror, photo, run_frames
 from tests.waiting import wait_for
 from tests.web_served import serve_tls, trusting
@@ -72,8 +75,12 @@ def fleet_app(app: Flask, tmp_path: Path) -> Flask:
 
 
 @pytest.fixture
-def served(fleet_app: Flask, mirror: Mirror, tmp_path: Path) -> Iterator[WebServer]:
-    """The mirror after a short demo run, with a thermal zone read once, over HTTPS."""
+def served(
+    fleet_app: Flask, mirror: Mirror, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WebServer]:
+    """The mirror after a short demo run, with a thermal zone read once and RAUC's slots
+    read once (``/metrics`` reads them beside its requests), over HTTPS."""
+    monkeypatch.setenv("PATH", path_with(install_fake_rauc(tmp_path / "bin")))
     run_frames(mirror, frames=10)
     zone = tmp_path / "device/sys/class/thermal/thermal_zone0"
     zone.mkdir(parents=True)
@@ -87,6 +94,8 @@ def served(fleet_app: Flask, mirror: Mirror, tmp_path: Path) -> Iterator[WebServ
         governor.stop()
     server = serve_tls(fleet_app, mirror.web_dir)
     try:
+        slots = wait_for(lambda: "mirror_slot_info" in scrape(server, mirror), 60.0, poll_s=0.2)
+        assert slots, "RAUC's slots never reached /metrics"
         yield server
     finally:
         server.stop()
@@ -143,9 +152,11 @@ def test_the_dashboard_is_a_grafana_model_with_the_fleet_table() -> None:
     table = next(p for p in data["panels"] if p["type"] == "table")
     organize = next(t for t in table["transformations"] if t["id"] == "organize")
     columns = set(organize["options"]["renameByName"].values())
-    assert {"Mirror", "Version", "Slot", "Temperature", "fps", "Swapped share", "Health"} <= columns
+    wanted = {"Mirror", "Version", "Slot", "Other slot", "Temperature", "fps", "Swapped share"}
+    assert wanted | {"Health"} <= columns
     assert {p["type"] for p in data["panels"]} == {"table", "timeseries"}
     fleet = {"mirror_build_info", "mirror_healthy", "mirror_thermal_temperature_c"}
+    fleet.add("mirror_slot_info")
     assert fleet <= asked_metrics()
 
 

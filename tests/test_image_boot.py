@@ -204,6 +204,7 @@ def updates(image: Path) -> dict[str, Path]:
     foreign = work / "foreign.raucb"
     resign = [
         "rauc", "resign", "--keyring", str(work / "keys" / CERT_NAME),
+        "--signing-keyring", str(other / CERT_NAME),
         "--cert", str(other / CERT_NAME), "--key", str(other / KEY_NAME), str(n1), str(foreign),
     ]  # fmt: skip
     subprocess.run(resign, check=True, capture_output=True)

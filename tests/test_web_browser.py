@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from appliance.pipeline.adaptive import AdaptiveController
 from appliance.pipeline.factory import build_processor
 from appliance.pipeline.runner import PipelineRunner
 from appliance.pipeline.telemetry import Telemetry
+from appliance.updates.queue import UpdateStatus, incoming_dir, updates_dir, write_status
 from tests.conftest import REPO
 from tests.test_web_support import model_store, photo
 from tests.waiting import wait_for
@@ -445,3 +447,35 @@ def test_staff_manage_the_mirror_from_a_phone_browser(
     web = served.base / "web"
     assert {p.name for p in web.iterdir()} >= {"auth.json", "secret_key", "state.json"}
     print(f"browser flow took {time.monotonic() - started:.1f} s; screenshots in {shots}")
+
+
+def test_staff_upload_an_update_bundle_in_slices_from_a_phone_browser(
+    browser: WebDriver, served: Served, shots: Path, tmp_path: Path
+) -> None:
+    """static/updates.js sends a bundle bigger than one request may be, slice by slice,
+    and then shows the installer's progress from /updates/status."""
+    bundle = tmp_path / "mirror 1.5.0.raucb"  # the space is not a bundle name's: "_" instead
+    data = bytes(range(256)) * (11 * 2**20 // 256) + b"end"
+    bundle.write_bytes(data)
+    with _screenshot_on_failure(browser, shots):
+        _first_login_forces_a_new_password(browser, served, shots)
+        _open(browser, served.url + "updates")
+        _fits_the_phone(browser, "the update page")
+        assert "installed without the A/B image" in _text(browser, "#slots")  # no RAUC here
+        _css(browser, "#bundle").send_keys(str(bundle))
+        _css(browser, "#upload-start").click()
+        _wait(browser).until(lambda d: "uploaded" in _text(d, "#upload-message"))
+        said = _text(browser, "#upload-message")
+        assert said.startswith("mirror_1.5.0.raucb uploaded: the mirror checks"), said
+        _shot(browser, shots, "07-update-uploaded")
+        landed = incoming_dir(served.base) / "mirror_1.5.0.raucb"
+        assert landed.read_bytes() == data
+        request = json.loads((updates_dir(served.base) / "request.json").read_text())
+        assert request["source"] == str(landed.resolve())
+        # the root-run installer says how far it is; the page follows
+        write_status(
+            served.base, UpdateStatus("installing", "42% Copying image", 42, at=time.time())
+        )
+        _wait(browser).until(lambda d: _text(d, '[data-update="percent"]') == "42%")
+        assert _text(browser, '[data-update="message"]') == "42% Copying image"
+        _shot(browser, shots, "08-update-progress")

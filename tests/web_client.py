@@ -88,6 +88,10 @@ class Staff:
     def post(self, path: str, fields: Fields) -> tuple[int, str]:
         return self._open(path, urllib.parse.urlencode(fields).encode())
 
+    def send(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        """POST ``body`` as a page's script does, with its own headers (a CSRF token, a type)."""
+        return self._open(path, body, headers)
+
     def form(self, path: str, action: str | None = None) -> Fields:
         status, html = self.get(path)
         assert status == 200, (status, html[:300])
@@ -98,9 +102,12 @@ class Staff:
         status, html = self.post("/login", fields)
         assert status == 200 and "Log out" in html, (status, html[:500])
 
-    def _open(self, path: str, data: bytes | None) -> tuple[int, str]:
+    def _open(
+        self, path: str, data: bytes | None, headers: dict[str, str] | None = None
+    ) -> tuple[int, str]:
+        request = urllib.request.Request(self.url.rstrip("/") + path, data, headers or {})
         try:
-            with self._opener.open(self.url.rstrip("/") + path, data, timeout=60) as response:
+            with self._opener.open(request, timeout=60) as response:
                 return response.status, response.read().decode("utf-8")
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode("utf-8", "replace")

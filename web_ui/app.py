@@ -22,7 +22,16 @@ from appliance.control.uploads import MAX_UPLOAD_BYTES
 from appliance.paths import web_dir
 from web_ui import csrf, errorpages, filters, scrape_token, security
 from web_ui.auth_store import HASH_METHOD, USERNAME, AuthStore
-from web_ui.blueprints import auth, dashboard, health, identities, logs, preview, settings
+from web_ui.blueprints import (
+    auth,
+    dashboard,
+    health,
+    identities,
+    logs,
+    preview,
+    settings,
+    updates,
+)
 from web_ui.config import WebConfig
 from web_ui.context import EXTENSION_KEY, WebContext
 from web_ui.preview_slots import PreviewSlots
@@ -57,7 +66,8 @@ def create_app(
     announce: Callable[[str], None] = print_password,
     limiter: LoginLimiter | None = None,
 ) -> Flask:
-    """The app; ``directory`` (default ``<data dir>/web``) holds the account and secret key."""
+    """The app; ``directory`` (default ``<data dir>/web``) holds the account and secret key,
+    and ``updates/`` beside it the update queue (``web_ui.blueprints.updates``)."""
     directory = directory or web_dir()
     config = config or WebConfig()
     app = Flask(__name__)
@@ -71,6 +81,7 @@ def create_app(
         PERMANENT_SESSION_LIFETIME=timedelta(hours=config.session_hours),
         SEND_FILE_MAX_AGE_DEFAULT=timedelta(hours=1),
         PASSWORD_HASH_METHOD=HASH_METHOD,
+        DATA_DIR=directory.parent,  # <data dir>: web/ is in it, and updates/ beside it
     )
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
@@ -94,6 +105,6 @@ def create_app(
     security.init_app(app)
     errorpages.init_app(app)
     filters.init_app(app)
-    for module in (auth, dashboard, preview, settings, identities, logs, health):
+    for module in (auth, dashboard, preview, settings, identities, logs, health, updates):
         app.register_blueprint(module.bp)
     return app

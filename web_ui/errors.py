@@ -15,3 +15,27 @@ class WebConfigError(ConfigError):
 
 class WrongPasswordError(PasswordError):
     """The current password given is wrong."""
+
+
+class BundleUploadError(MirrorError, ValueError):
+    """An update bundle's upload is refused (the message says why); ``status``: the HTTP one."""
+
+    status = 400
+
+
+class UploadConflictError(BundleUploadError):
+    """Another upload or an update is under way, or a slice does not follow the last one."""
+
+    status = 409
+
+
+class BundleTooLargeError(BundleUploadError):
+    """A bundle (or a slice of it) is bigger than allowed, or than announced."""
+
+    status = 413
+
+
+class NoRoomError(BundleUploadError):
+    """The data partition has no room for the bundle."""
+
+    status = 507

@@ -89,7 +89,7 @@ class Front:
     def _abort(self, host: str, port: int) -> None:
         transport = self._piped.get((host, port))
         if transport is not None:
-            transport.abort()
+            _abort(transport)
 
     def _stop_soon(self) -> None:
         if self._stopping is not None:
@@ -108,7 +108,7 @@ class Front:
         await self._stopping.wait()
         accepting.cancel()
         for transport in list(self._piped.values()):
-            transport.abort()
+            _abort(transport)
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
@@ -209,7 +209,16 @@ class Front:
             )
         finally:
             self._piped.pop(key, None)
-            writer.transport.abort()
+            _abort(writer.transport)
+
+
+def _abort(transport: asyncio.BaseTransport) -> None:
+    """Drop a connection at once. A TLS transport already closed is left alone: Python
+    3.11.2's (Debian 12's) ``abort`` of one raises AttributeError (its protocol is gone),
+    which logged a traceback at the end of every HTTPS connection on the device."""
+    if transport.is_closing():
+        return
+    transport.abort()  # type: ignore[attr-defined]
 
 
 async def _first_byte(sock: socket.socket) -> bytes:

@@ -17,10 +17,14 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provisioning.layout import Layout
 from provisioning.runner import run_subprocess
 from provisioning.service import Systemctl
+
+if TYPE_CHECKING:
+    from provisioning.update.confirm import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +102,27 @@ def _confirm(args: argparse.Namespace) -> int:
         lambda: ask_healthz(layout),
         args.timeout,
         _say,
-        reboot=reboot_now,
+        reboot=lambda: None,  # after the staff are told
     )
     _say(verdict.said)
+    _tell_staff(layout.host(layout.data_dir), verdict)
+    if verdict.on_trial and not verdict.kept:
+        reboot_now()
     return 0
+
+
+def _tell_staff(data_dir: Path, verdict: Verdict) -> None:
+    """The end of an update for the admin page, the screen and doctor: kept, or gone back."""
+    from appliance.updates.queue import StatusWriter
+
+    writer = StatusWriter(data_dir, f"slot {verdict.slot}")
+    if verdict.on_trial:
+        writer.set_state("done" if verdict.kept else "failed", verdict.said)
+    elif verdict.abandoned is not None:
+        writer.set_state(
+            "failed",
+            f"the update in slot {verdict.abandoned} did not start: back on slot {verdict.slot}",
+        )
 
 
 def _run_queued(args: argparse.Namespace) -> int:

@@ -151,6 +151,33 @@ class ThermalReport(_Frozen):
     sensors: list[SensorReport]
 
 
+class SlotReport(_Frozen):
+    name: str = Field(description="RAUC's slot name (rootfs.0, rootfs.1).")
+    bootname: str = Field(description="The bootloader's name for it (A, B).")
+    version: str = Field(description='The version RAUC installed into it; "" as flashed.')
+    installed: str = Field(description='When RAUC installed it (its timestamp), or "".')
+    state: str = Field(description="RAUC's slot state (booted, inactive).")
+    boot_good: bool = Field(description="The bootloader may boot it (RAUC's boot status).")
+    runs: bool = Field(description="This system booted from it.")
+    boots_next: bool = Field(description="The next boot takes it (RAUC's primary).")
+
+
+class UpdateStatusReport(_Frozen):
+    state: str = Field(description="checking, downloading, installing, rebooting, failed, done.")
+    message: str
+    percent: int | None
+    at_unix: float = Field(description="When the installer wrote it.")
+    under_way: bool = Field(description="Busy, and written since this system started.")
+
+
+class UpdatesReport(_Frozen):
+    slots: list[SlotReport] = Field(description="Both A/B slots as RAUC sees them, or none.")
+    detail: str = Field(description='Why there are no slots ("" when there are).')
+    last: UpdateStatusReport | None = Field(
+        description="The installer's last status (<data dir>/updates/status.json), if any."
+    )
+
+
 class DoctorReport(_Frozen):
     schema_version: Literal[1] = Field(
         SCHEMA_VERSION, description="Bumped on incompatible changes."
@@ -172,6 +199,7 @@ class DoctorReport(_Frozen):
         description="SHA-256 fingerprint of the admin page's certificate (<data dir>/web/"
         "tls-cert.pem) as browsers show it; null until the first `mirror run` makes it.",
     )
+    updates: UpdatesReport = Field(description="The A/B slots and the last update's status.")
 
 
 def doctor_json_schema() -> dict[str, Any]:

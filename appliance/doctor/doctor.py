@@ -2,7 +2,8 @@
 
 The result is a :class:`DoctorReport`. ``problems`` stop the mirror (models
 missing or corrupt, no backend that works, a device it cannot run on, numpy 2
-against the OS's cv2); ``warnings`` degrade it (a camera that is not plugged
+against the OS's cv2); ``updates`` describes the A/B slots and the last update
+(``doctor.updates_check``); ``warnings`` degrade it (a camera that is not plugged
 in: the demo source still works; a vendor part the accelerator lacks, with
 what runs instead). Every input that
 describes hardware is injectable, so tests run the whole doctor on faked roots.
@@ -27,12 +28,14 @@ from appliance.device.support import refusal
 from appliance.doctor.backend_check import Chooser, check_backends
 from appliance.doctor.install_check import check_install
 from appliance.doctor.thermal_check import read_sensors
+from appliance.doctor.updates_check import SlotsReader, check_updates
 from appliance.doctor.vendor_check import VendorInputs, check_vendor
 from appliance.doctor.verdict import problems_and_warnings
 from appliance.inference.model_check import check_models
 from appliance.inference.runtime import RuntimeChoice
 from appliance.modelstore import ModelStore
-from appliance.paths import web_dir
+from appliance.paths import data_dir, web_dir
+from appliance.updates.slots import slots_status
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ class DoctorProbes:
     prober: Callable[[Path], HardwareFacts] | None = None
     live: bool | None = None
     vendor: VendorInputs | None = None  # its root is the doctor's
+    slots: SlotsReader = slots_status  # RAUC's A/B slots (read on a live system only)
 
     def facts(self, root: Path, live: bool) -> HardwareFacts:
         if self.prober is not None:
@@ -111,6 +115,7 @@ def run_doctor(
         ),
         install=install,
         admin_certificate=read_fingerprint(web_dir()),
+        updates=check_updates(data_dir(), live=live, read_slots=probes.slots),
     )
     problems, warnings = problems_and_warnings(report, matched=_matched(result), live=live)
     refused = refusal(profile, result.facts)

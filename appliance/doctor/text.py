@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from appliance.device.report import DoctorReport
+import time
+
+from appliance.device.report import DoctorReport, SlotReport, UpdateStatusReport
+from appliance.updates.queue import BUSY
 
 _MARK = {True: "ok  ", False: "FAIL"}
 
@@ -89,10 +92,53 @@ def _certificate(report: DoctorReport) -> list[str]:
     return [f"admin     certificate SHA-256 {fingerprint}"]
 
 
+def _updates(report: DoctorReport) -> list[str]:
+    u = report.updates
+    if not u.slots:
+        lines = [f"updates   {u.detail}"]
+    else:
+        runs = next((s.bootname for s in u.slots if s.runs), "?")
+        nxt = next((s.bootname for s in u.slots if s.boots_next), "?")
+        lines = [f"updates   A/B slots: {runs} runs, {nxt} boots next"]
+        lines += [_slot(s) for s in u.slots]
+    if u.last is not None:
+        lines.append(f"  last    {_last(u.last)}")
+    return lines
+
+
+def _slot(s: SlotReport) -> str:
+    version = s.version or "as flashed"
+    if s.installed:
+        version += f" (installed {s.installed})"
+    roles = [role for role, yes in (("runs", s.runs), ("boots next", s.boots_next)) if yes]
+    good = "good" if s.boot_good else "bad"
+    return f"  {s.bootname:7} {s.name} {version}: {s.state}, {good}" + (
+        f"; {', '.join(roles)}" if roles else ""
+    )
+
+
+def _last(last: UpdateStatusReport) -> str:
+    state = last.state if last.percent is None else f"{last.state} {last.percent}%"
+    if last.state in BUSY and not last.under_way:
+        state += " (ended by a restart)"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last.at_unix))
+    return f"{state}: {last.message} ({when})"
+
+
 def render_text(report: DoctorReport) -> str:
     verdict = "the mirror can run here" if report.ok else "the mirror CANNOT run here"
     lines = [f"mirror doctor: {verdict}"]
-    parts = (_profile, _facts, _backends, _models, _peripherals, _thermal, _install, _certificate)
+    parts = (
+        _profile,
+        _facts,
+        _backends,
+        _models,
+        _peripherals,
+        _thermal,
+        _install,
+        _certificate,
+        _updates,
+    )
     for part in parts:
         lines += part(report)
     lines += [f"warning   {w}" for w in report.warnings]

@@ -10,7 +10,8 @@ and again only when it or the certificate changes (modification time, size or pr
 not on every frame. A frame the pipeline marked ``idle`` (nobody in view: its
 idle mode or the PIR sensor's) shows the idle screen instead, and the mirror
 comes back with the first frame that has a face. The overlays' staff note
-(the accelerator not in use) is written small on the other frames, on a copy:
+(the accelerator not in use) and the A/B update's line are written small on the other
+frames (the update's also on the first-boot and idle screens), on a copy:
 the preview and the recording get the frame as it was. ``CameraLostScreen``
 shows its screen through a ``ScreenFeed`` while the camera is gone (the
 pipeline writes nothing then) and hides it as soon as frames come again.
@@ -122,15 +123,18 @@ class FirstBootScreen(FrameSink):
         if info is not None:
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.first_boot_screen(size, info)
+            self.overlays.draw_update_note(screen)
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
         elif frame.idle and not frame.faces:
             size = (frame.image.shape[1], frame.image.shape[0])
             screen = self.overlays.idle_screen(size).copy()
             self.overlays.draw_staff_note(screen)
+            self.overlays.draw_update_note(screen)
             frame = Frame(image=screen, index=frame.index, capture_ns=frame.capture_ns)
-        elif self.overlays.staff_note:
+        elif self.overlays.staff_note or self.overlays.update_note:
             noted = frame.image.copy()  # the frame is the other outputs' too
             self.overlays.draw_staff_note(noted)
+            self.overlays.draw_update_note(noted)
             frame = dataclasses.replace(frame, image=noted)
         self.inner.write(frame)
 

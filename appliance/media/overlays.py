@@ -15,6 +15,9 @@ with its own text.
 running on the CPU because its accelerator is not in use): small, at the left
 edge halfway down, where neither the label nor the prompt ever is (both sit
 at the top or bottom edge, at most a quarter of the shorter side high).
+``update_note`` is the A/B update's line (``media.update_note``): as small, in a
+corner (:func:`update_corner`) clear of the visitor's face, which the mirror shows in
+the middle, and of the label and the prompt.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ PROBLEM_HEIGHT = 0.032  # its text height as a share of the screen's
 NOTE_HEIGHT = 0.028  # the staff note's text height, share of the frame's shorter side
 NOTE_MIN_PX = 10
 NOTE_MAX_WIDTH = 0.45  # share of the frame's width the note may take
+UPDATE_MAX_WIDTH = 0.3  # the update's line: left of the prompt (in the middle of its edge)
 _CACHE_SIZE = 16
 
 
@@ -60,6 +64,9 @@ class ScreenTexts:
     fingerprint: str = "Check the browser shows this certificate (SHA-256)"
     cpu_fallback: str = "CPU only: {accelerator} not in use"  # the staff note
     safe_mode: str = "Safe mode: settings file unusable, defaults in use"  # a staff note too
+    updating: str = "Updating: {step} — do not unplug"  # {step}: "installing 42%"
+    update_failed: str = "Update failed: {message}"
+    update_done: str = "Update: {message}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,14 @@ class FirstBootInfo:
     admin_url: str
     one_time_password: str
     fingerprint: str = ""  # the admin page's certificate, ``AB:CD:...``; "" without HTTPS
+
+
+def update_corner(label_position: str) -> str:
+    """Where the update's line goes for a label at ``label_position`` (``LabelSettings``):
+    the left corner of the other edge. The label may take its edge's whole width (a long
+    venue text); the liveness prompt, the only thing at the other edge, sits in its middle
+    and the line, at most ``UPDATE_MAX_WIDTH`` wide, stays left of a prompt of usual length."""
+    return "bottom-left" if label_position.startswith("top") else "top-left"
 
 
 Line = tuple[str, float, tuple[int, int, int]]  # text, height as a fraction of the screen, colour
@@ -86,6 +101,8 @@ class Overlays:
         # one line for the installer (a bad venue file), under the first-boot and camera screens
         self.problem = problem
         self.staff_note = ""  # one line for staff on the mirror (set while it applies)
+        self.update_note = ""  # the update's line (set while it applies)
+        self.update_corner = update_corner("bottom-right")  # the label's default position
         self._cache: dict[tuple[object, ...], Image] = {}
         self._font(12)  # fail now, not on first use
 
@@ -140,27 +157,49 @@ class Overlays:
         image[y0 : y0 + ph, 0:pw] = patch
         return True
 
-    def _note_patch(self, text: str, size: tuple[int, int]) -> Image:
-        key = ("note", text, size)
+    def draw_update_note(self, image: Image) -> bool:
+        """Write ``update_note`` small into ``image``'s ``update_corner`` (in place: callers
+        pass a copy); False when there is no note."""
+        note, corner = self.update_note, self.update_corner
+        if not note:
+            return False
+        height, width = image.shape[:2]
+        patch = self._note_patch(note, (width, height), ACCENT_RGB, UPDATE_MAX_WIDTH)
+        ph, pw = patch.shape[:2]
+        y0 = 0 if corner.startswith("top") else height - ph
+        x0 = 0 if corner.endswith("left") else width - pw
+        image[y0 : y0 + ph, x0 : x0 + pw] = patch
+        return True
+
+    def _note_patch(
+        self,
+        text: str,
+        size: tuple[int, int],
+        rgb: tuple[int, int, int] = WARNING_RGB,
+        max_width: float = NOTE_MAX_WIDTH,
+    ) -> Image:
+        key = ("note", text, size, rgb, max_width)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._render_note(text, size)
+            cached = self._render_note(text, size, rgb, max_width)
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = cached
         return cached
 
-    def _render_note(self, text: str, size: tuple[int, int]) -> Image:
+    def _render_note(
+        self, text: str, size: tuple[int, int], rgb: tuple[int, int, int], max_width: float
+    ) -> Image:
         width, height = size
         probe = ImageDraw.Draw(PilImage.new("RGB", (1, 1)))
         text_px = max(NOTE_MIN_PX, round(min(width, height) * NOTE_HEIGHT))
-        font = self._fit(probe, text, text_px, width * NOTE_MAX_WIDTH)
+        font = self._fit(probe, text, text_px, width * max_width)
         left, top, right, bottom = (round(v) for v in probe.textbbox((0, 0), text, font=font))
         pad = max(2, (bottom - top) // 3)
         pw = min(width, right - left + 2 * pad)
         ph = min(height, bottom - top + 2 * pad)
         canvas = PilImage.new("RGB", (pw, ph), BACKGROUND_RGB)
-        ImageDraw.Draw(canvas).text((pad - left, pad - top), text, font=font, fill=WARNING_RGB)
+        ImageDraw.Draw(canvas).text((pad - left, pad - top), text, font=font, fill=rgb)
         return np.ascontiguousarray(np.asarray(canvas, dtype=np.uint8)[..., ::-1])
 
     def _problem_line(self) -> tuple[Line, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Callable
@@ -55,6 +56,18 @@ def updates_dir(data_dir: Path) -> Path:
     return data_dir / "updates"
 
 
+def ensure_folder(data_dir: Path) -> Path:
+    """``updates/``, made with the data folder's owner: the root-run installer may be the
+    first to write there, and the web app (the ``mirror`` user) must still write there."""
+    folder = updates_dir(data_dir)
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            owner = data_dir.stat()
+            os.chown(folder, owner.st_uid, owner.st_gid)
+    return folder
+
+
 def incoming_dir(data_dir: Path) -> Path:
     return updates_dir(data_dir) / INCOMING_NAME
 
@@ -62,13 +75,15 @@ def incoming_dir(data_dir: Path) -> Path:
 def request_install(data_dir: Path, source: str, requested_by: str) -> UpdateRequest:
     """Leave a request for the installer; an :class:`InputError` while one is under way or
     for a source that is neither a file in ``incoming/`` nor an http(s) URL."""
+    from appliance.updates.recent import under_way  # (recent reads this module's status)
+
     status = read_status(data_dir)
-    if status is not None and status.busy:
+    if under_way(status):
+        assert status is not None
         raise InputError(f"an update is already under way ({status.state}: {status.message})")
     checked_source(data_dir, source)
     request = UpdateRequest(source, requested_by, time.time())
-    folder = updates_dir(data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = ensure_folder(data_dir)
     atomic_write_text(folder / REQUEST_NAME, json.dumps(asdict(request)) + "\n")
     return request
 
@@ -104,8 +119,7 @@ def take_request(data_dir: Path) -> UpdateRequest | None:
 
 
 def write_status(data_dir: Path, status: UpdateStatus) -> None:
-    folder = updates_dir(data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = ensure_folder(data_dir)
     atomic_write_text(folder / STATUS_NAME, json.dumps(asdict(status)) + "\n")
 
 

@@ -18,7 +18,7 @@ from appliance.errors import MirrorError
 
 logger = logging.getLogger(__name__)
 
-STATUS_TIMEOUT_S = 60
+STATUS_TIMEOUT_S = 20
 
 
 class UpdateUnavailableError(MirrorError):
@@ -77,9 +77,12 @@ def parse_status(text: str) -> SlotsStatus:
 
 def slots_status() -> SlotsStatus:
     cmd = [rauc_path(), "status", "--detailed", "--output-format=json"]
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=STATUS_TIMEOUT_S, check=False
-    )
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=STATUS_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UpdateUnavailableError(f"rauc status did not answer: {exc}") from exc
     if done.returncode != 0:
         raise UpdateUnavailableError(f"rauc status: {done.stderr.strip()[-300:]}")
     try:

@@ -36,6 +36,7 @@ class Verdict:
     on_trial: bool
     kept: bool
     said: str
+    abandoned: str | None = None  # a slot whose trial did not hold (the firmware came back)
 
 
 def confirm_boot(
@@ -54,13 +55,15 @@ def confirm_boot(
         return Verdict(None, False, True, "not booted from an A/B slot: nothing to confirm")
     slots = read_slots(boot_dir)
     on_trial = slots.trial == slot and slots.committed != slot
+    abandoned = slots.trial if slots.trial not in (None, slot) else None
     say(f"slot {slot} {'on trial' if on_trial else 'committed'}: waiting for the mirror")
     health = wait_healthy(service, ask, timeout_s, say)
     if health.ok:
-        mark(True)
-        return Verdict(slot, on_trial, True, f"slot {slot} is healthy: kept")
+        mark(True)  # (the backend records an abandoned trial's slot bad)
+        return Verdict(slot, on_trial, True, f"slot {slot} is healthy: kept", abandoned)
     if not on_trial:
-        return Verdict(slot, False, True, f"slot {slot} not healthy ({health.said}); kept")
+        said = f"slot {slot} not healthy ({health.said}); kept"
+        return Verdict(slot, False, True, said, abandoned)
     try:
         mark(False)
     except UpdateError as exc:

@@ -9,11 +9,15 @@ from flask import Blueprint, Response, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from appliance.device.build import PROC_CMDLINE, build_info
+from appliance.paths import data_dir
+from appliance.updates.queue import read_status
 from web_ui.context import web_context
 from web_ui.fleet_metrics import fleet_families
 from web_ui.metrics import CONTENT_TYPE, render_metrics
 from web_ui.scrape_token import scrape_refusal
+from web_ui.slots_cache import slots_cache
 from web_ui.status import health, health_notes, health_reason, safe_mode_problem
+from web_ui.update_metrics import update_families
 
 logger = logging.getLogger(__name__)
 
@@ -50,5 +54,7 @@ def metrics() -> ResponseReturnValue:
         return refused
     snap = web_context().control.snapshot()
     build = build_info(current_app.config.get(CMDLINE_KEY, PROC_CMDLINE))
-    body = render_metrics(snap, fleet_families(snap, build))
+    # the update's status file is small and read as it is; RAUC only through its cache
+    updates = update_families(read_status(data_dir()), slots_cache(current_app).current())
+    body = render_metrics(snap, [*fleet_families(snap, build), *updates])
     return Response(body, headers={"Content-Type": CONTENT_TYPE})
