@@ -234,13 +234,13 @@ def test_genimage_makes_the_ab_card_and_its_signed_bundle(tmp_path: Path) -> Non
     assert bundle is not None and bundle.name == "small.raucb"
     assert check_bundle(bundle, cert).version == "9.9.9"
     _, other_cert = make_signing_pair(tmp_path / "other")
-    with pytest.raises(UpdateError, match="small.raucb refused: .*"):
+    with pytest.raises(UpdateError, match=r"small\.raucb refused: signature verification failed"):
         check_bundle(bundle, other_cert)
     broken = tmp_path / "broken.raucb"
     data_bytes = bytearray(bundle.read_bytes())
     data_bytes[-200] ^= 0xFF  # inside the signature
     broken.write_bytes(bytes(data_bytes))
-    with pytest.raises(UpdateError, match="broken.raucb refused"):
+    with pytest.raises(UpdateError, match=r"broken\.raucb refused"):
         check_bundle(broken, cert)
     if shutil.which("growpart"):  # cloud-guest-utils: the first boot grows only the data
         with out.open("r+b") as card:

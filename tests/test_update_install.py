@@ -79,7 +79,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         def __init__(self, *args: object, **kwargs: object) -> None:
             super().__init__(*args, directory=str(folder), **kwargs)  # type: ignore[arg-type]
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
