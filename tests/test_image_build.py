@@ -247,7 +247,9 @@ def test_genimage_makes_the_ab_card_and_its_signed_bundle(tmp_path: Path) -> Non
             card.truncate(out.stat().st_size + 64 * MIB)
         assert grow_partition(str(out), 7) == ""
         grown = json.loads(
-            subprocess.run(["sfdisk", "-J", str(out)], capture_output=True, text=True).stdout
+            subprocess.run(
+                ["sfdisk", "-J", str(out)], capture_output=True, text=True, check=True
+            ).stdout
         )["partitiontable"]["partitions"]
         assert [p["size"] for p in grown[:6]] == [p["size"] for p in parts[:3]] + [
             grown[3]["size"], parts[4]["size"], parts[5]["size"],
