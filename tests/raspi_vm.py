@@ -175,7 +175,9 @@ class RaspiVm(Vm):
         with image.open("r+b") as disk:
             disk.truncate(1 << (size - 1).bit_length())
 
-    def start(self) -> None:
+    def start(self, tryboot: bool = False, usb: bool = False) -> None:
+        """(raspi4b has no tryboot and no USB here: slot A, as flashed.)"""
+        del tryboot, usb
         self.serial.write_bytes(b"")
         inside = f"{INSIDE}/"
         qemu = [

@@ -161,7 +161,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _variant(image: Path, name: str, version: str, files: dict[str, str]) -> Path:
     """Another build of the same bundle, signed by the same key, with test-only ``files`` in
-    its root (what a copy of the image gets by ``inject``): its update bundle."""
+    its root (what a copy of the image gets by ``inject``): only its update bundle."""
     work = image.parent
 
     def units_and_test_files(root: Path, venv: PurePosixPath = DEFAULT_VENV) -> None:
@@ -172,16 +172,15 @@ def _variant(image: Path, name: str, version: str, files: dict[str, str]) -> Pat
             host.write_text(text)
 
     request = BuildRequest(
-        PROFILE, work / "bundle", work / f"{name}.img", ROOT_MIB * 1024 * 1024,
+        PROFILE, work / "bundle", work / f"{name}.raucb", ROOT_MIB * 1024 * 1024,
         signing_key=work / "keys" / KEY_NAME, signing_cert=work / "keys" / CERT_NAME,
-        bundle_version=version,
+        bundle_version=version, bundle_only=True,
     )  # fmt: skip
     began = time.monotonic()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(image_build, "add_update_units", units_and_test_files)
         built = image_build.build_image(request, say=lambda line: print(line, file=sys.stderr))
     print(f"{name} build: {time.monotonic() - began:.0f} s", file=sys.stderr)
-    built.image.unlink()  # only its bundle is needed
     assert built.update_bundle is not None
     return built.update_bundle
 

@@ -242,6 +242,12 @@ def test_genimage_makes_the_ab_card_and_its_signed_bundle(tmp_path: Path) -> Non
     broken.write_bytes(bytes(data_bytes))
     with pytest.raises(UpdateError, match=r"broken\.raucb refused"):
         check_bundle(broken, cert)
+    only = run_genimage(
+        spec, root, tmp_path / "only.raucb", shared=tmp_path / "shared", work=work,
+        log=tmp_path / "log", signing=signing, card=False,
+    )  # fmt: skip
+    assert only == tmp_path / "only.raucb" and check_bundle(only, cert).version == "9.9.9"
+    assert not (tmp_path / "only.img").exists()
     if shutil.which("growpart"):  # cloud-guest-utils: the first boot grows only the data
         with out.open("r+b") as card:
             card.truncate(out.stat().st_size + 64 * MIB)

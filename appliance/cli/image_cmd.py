@@ -47,6 +47,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--signing-cert", type=Path, help="its certificate: the image takes bundles signed by it"
     )
     build.add_argument("--bundle-version", help="the update bundle's version (the mirror's)")
+    build.add_argument(
+        "--bundle-only",
+        action="store_true",
+        help="only the update bundle: --out FILE.raucb, no card image",
+    )
     build.set_defaults(handler=_build)
     keygen = verbs.add_parser("keygen", help="make the installer's update-signing pair, once")
     keygen.add_argument("--out", required=True, type=Path, help="a folder kept off the devices")
@@ -68,9 +73,11 @@ def _build(args: argparse.Namespace) -> int:
         signing_key=args.signing_key,
         signing_cert=args.signing_cert,
         bundle_version=args.bundle_version,
+        bundle_only=args.bundle_only,
     )
     built = build_image(request)
-    print(f"image written: {built.image}")
+    if not args.bundle_only:
+        print(f"image written: {built.image}")
     if built.update_bundle is not None:
         print(f"update bundle: {built.update_bundle}")
     else:

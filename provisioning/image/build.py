@@ -71,6 +71,7 @@ class BuildRequest:
     signing_key: Path | None = None  # the installer's: the bundle is signed with it
     signing_cert: Path | None = None  # its certificate: the image's keyring
     bundle_version: str | None = None  # else the mirror's version
+    bundle_only: bool = False  # only the update bundle (``out`` is FILE.raucb), no card image
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,12 @@ def _checked(request: BuildRequest, say: Say) -> tuple[ImageSpec, Path]:
     """The spec and the image's path, once the request and this machine can make them."""
     spec = spec_for(request.profile, request.root_bytes)
     out = request.out.resolve()
-    if out.suffix != ".img":
+    if request.bundle_only:
+        if out.suffix != ".raucb":
+            raise ImageError(f"{request.out}: the bundle's name must end in .raucb")
+        if request.signing_key is None:
+            raise ImageError("--bundle-only needs --signing-key and --signing-cert")
+    elif out.suffix != ".img":
         raise ImageError(f"{request.out}: the image's name must end in .img")
     if not out.parent.is_dir():
         raise ImageError(f"{out.parent}: no such directory")
@@ -218,8 +224,9 @@ def build_image(request: BuildRequest, say: Say = say_stderr) -> Built:
         what = f"{out} and its signed update bundle" if signing else str(out)
         with steps.step(f"partitions and file systems (genimage) -> {what}"):
             bundle_out = run_genimage(
-                spec, root, out, shared=work / "shared", work=work, log=log, signing=signing
-            )
+                spec, root, out, shared=work / "shared", work=work, log=log, signing=signing,
+                card=not request.bundle_only,
+            )  # fmt: skip
         manifest_path = out.with_name(out.name + ".manifest.json")
         with steps.step(f"manifest {manifest_path}"):
             if signing is not None:

@@ -69,11 +69,12 @@ def render_config(
     image_name: str,
     shared_files: list[str],
     bundle: tuple[str, Signing, Path] | None = None,
+    card: bool = True,
 ) -> str:
     boot_mib = spec.boot_bytes // MIB
     root_mib = spec.root_bytes // MIB
     files = ", ".join(f'"{name}"' for name in shared_files)
-    text = f"""\
+    card_text = f"""\
 image shared.vfat {{
     vfat {{
         label = "{BOOT_LABEL}"
@@ -82,7 +83,8 @@ image shared.vfat {{
     size = {spec.shared_bytes // MIB}M
     temporary = true
 }}
-
+"""
+    slot_text = f"""
 image {rauc_files.BOOT_IMAGE} {{
     vfat {{
         label = "{SLOT_BOOT_LABEL}"
@@ -101,7 +103,8 @@ image {rauc_files.ROOT_IMAGE} {{
     size = {root_mib}M
     temporary = true
 }}
-
+"""
+    card_text += f"""
 image data.ext4 {{
     ext4 {{
         label = "{DATA_LABEL}"
@@ -146,6 +149,7 @@ image {image_name} {{
     }}
 }}
 """
+    text = (card_text if card else "") + slot_text
     if bundle is not None:
         text += _bundle_section(*bundle)
     return text
@@ -160,6 +164,7 @@ def run_genimage(
     work: Path,
     log: Path,
     signing: Signing | None = None,
+    card: bool = True,
 ) -> Path | None:
     """Write ``out`` (and, when signing, the bundle ``out`` with ``.raucb``: returned) from the
     tree ``root`` and the shared partition's folder ``shared`` (``work`` holds genimage's
@@ -172,7 +177,7 @@ def run_genimage(
     shared_files = sorted(path.name for path in shared.iterdir())
     for name in shared_files:
         shutil.copy2(shared / name, inputs / name)
-    bundle_out = out.with_suffix(".raucb")
+    bundle_out = out.with_suffix(".raucb")  # (``out`` itself when there is no card)
     bundle = None
     if signing is not None:
         hook = inputs / rauc_files.HOOK
@@ -180,7 +185,7 @@ def run_genimage(
         hook.chmod(0o755)
         bundle = (bundle_out.name, signing, Path(rauc_files.HOOK))
     config = work / "genimage.cfg"
-    config.write_text(render_config(spec, out.name, shared_files, bundle))
+    config.write_text(render_config(spec, out.name, shared_files, bundle, card))
     made = work / "genimage-out"
     shutil.rmtree(made, ignore_errors=True)
     made.mkdir()
@@ -201,7 +206,8 @@ def run_genimage(
         run_logged("genimage", cmd, log, GENIMAGE_TIMEOUT_S)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    (made / out.name).replace(out)
+    if card:
+        (made / out.name).replace(out)
     if signing is None:
         return None
     (made / bundle_out.name).replace(bundle_out)
