@@ -414,26 +414,6 @@ class AdminPage:
         with self._open(self.base + path, data.encode()) as answer:
             return str(answer.read().decode(errors="replace"))
 
-    def upload(self, path: str, fields: dict[str, str], name: str, file: Path) -> str:
-        boundary = "mirror-test-boundary-7d3f"
-        parts = [
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'
-            for key, value in {**fields, "csrf_token": self._token(path)}.items()
-        ]
-        head = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-            f'filename="{file.name}"\r\nContent-Type: image/jpeg\r\n\r\n'
-        )
-        body = "".join(parts).encode() + head.encode() + file.read_bytes()
-        body += f"\r\n--{boundary}--\r\n".encode()
-        request = urllib.request.Request(
-            self.base + path,
-            data=body,
-            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
-        )
-        with self._open(request) as answer:
-            return str(answer.read().decode(errors="replace"))
-
     def login(self, password: str) -> bool:
         """Whether ``password`` logs the admin in."""
         self.form("/login", {"username": "admin", "password": password})

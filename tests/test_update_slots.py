@@ -15,6 +15,7 @@ import pytest
 from provisioning.errors import ImageError
 from provisioning.health import Health
 from provisioning.image.ab_layout import slot_cmdline
+from provisioning.image.rauc_files import hook_script
 from provisioning.image.tryboot import AUTOBOOT, BootSlots, backend, read_slots, write_slots
 from provisioning.update.confirm import confirm_boot
 
@@ -172,3 +173,37 @@ def test_an_unhealthy_committed_slot_stays_and_a_plain_install_has_nothing_to_co
         mark=lambda _g: pytest.fail("nothing to mark without A/B slots"),
     )  # fmt: skip
     assert none.slot is None and none.kept
+
+
+def _hook(tmp_path: Path, slot_class: str, name: str, mount: Path) -> None:
+    hook = tmp_path / "hook.sh"
+    hook.write_text(hook_script())
+    env = {
+        **os.environ,
+        "RAUC_SLOT_CLASS": slot_class,
+        "RAUC_SLOT_NAME": name,
+        "RAUC_SLOT_MOUNT_POINT": str(mount),
+    }
+    done = subprocess.run(
+        ["sh", str(hook), "slot-post-install"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr  # RAUC fails the whole install otherwise
+
+
+def test_the_bundle_hook_fits_each_written_slot_to_its_place(tmp_path: Path) -> None:
+    """RAUC runs it after writing a slot (POSIX sh): the boot slot's cmdline.txt names its own
+    root; the new root gets this device's machine-id (and SSH host keys, where there are)."""
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    (boot / "cmdline.txt").write_text(
+        "console=tty0 root=PARTUUID=6d697272-05 rw rauc.slot=A rootwait\n"
+    )
+    _hook(tmp_path, "boot", "boot.1", boot)
+    assert (boot / "cmdline.txt").read_text().split() == [
+        "console=tty0", "root=PARTUUID=6d697272-06", "rw", "rauc.slot=B", "rootwait",
+    ]  # fmt: skip
+    root = tmp_path / "root"
+    (root / "etc/ssh").mkdir(parents=True)
+    (root / "etc/machine-id").write_text("uninitialized\n")
+    _hook(tmp_path, "rootfs", "rootfs.1", root)
+    assert (root / "etc/machine-id").read_text() == Path("/etc/machine-id").read_text()

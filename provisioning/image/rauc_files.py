@@ -87,10 +87,11 @@ rootfs)
   # the same device after the update: its machine-id and its SSH host keys
   cp /etc/machine-id "$RAUC_SLOT_MOUNT_POINT/etc/machine-id"
   for key in /etc/ssh/ssh_host_*; do
-    [ -e "$key" ] && cp -p "$key" "$RAUC_SLOT_MOUNT_POINT/etc/ssh/"
+    if [ -e "$key" ]; then cp -p "$key" "$RAUC_SLOT_MOUNT_POINT/etc/ssh/"; fi
   done
   ;;
 esac
+exit 0
 """
 
 
