@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.errors import ImageError
+from provisioning.errors import ImageError, UpdateError
 from provisioning.health import Health
 from provisioning.image.ab_layout import slot_cmdline
 from provisioning.image.rauc_files import hook_script
@@ -207,3 +207,24 @@ def test_the_bundle_hook_fits_each_written_slot_to_its_place(tmp_path: Path) -> 
     (root / "etc/machine-id").write_text("uninitialized\n")
     _hook(tmp_path, "rootfs", "rootfs.1", root)
     assert (root / "etc/machine-id").read_text() == Path("/etc/machine-id").read_text()
+
+
+def test_a_healthy_trial_that_rauc_cannot_mark_good_goes_back(tmp_path: Path) -> None:
+    """Marking good timed out (RAUC or its backend hung): the trial is not committed by
+    anyone, so it is ended now rather than left for the next power cut."""
+    boot = _card(tmp_path)
+    write_slots(boot, BootSlots(committed="A", trial="B"))
+    reboots: list[str] = []
+
+    def mark(good: bool) -> None:
+        if good:
+            raise UpdateError("rauc status mark-good did not end in 600 s")
+        backend(["set-state", "B", "bad"], boot)
+
+    verdict = confirm_boot(
+        _Service(active_from=1), lambda: Health(True, "ok"), 1, lambda _m: None,
+        boot_dir=boot, cmdline=_cmdline(tmp_path, "B"), mark=mark,
+        reboot=lambda: reboots.append("reboot"),
+    )  # fmt: skip
+    assert not verdict.kept and reboots == ["reboot"] and "not marked good" in verdict.said
+    assert read_slots(boot).committed == "A"

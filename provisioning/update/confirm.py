@@ -59,8 +59,11 @@ def confirm_boot(
     say(f"slot {slot} {'on trial' if on_trial else 'committed'}: waiting for the mirror")
     health = wait_healthy(service, ask, timeout_s, say)
     if health.ok:
-        mark(True)  # (the backend records an abandoned trial's slot bad)
-        return Verdict(slot, on_trial, True, f"slot {slot} is healthy: kept", abandoned)
+        try:
+            mark(True)  # (the backend records an abandoned trial's slot bad)
+            return Verdict(slot, on_trial, True, f"slot {slot} is healthy: kept", abandoned)
+        except UpdateError as exc:
+            health = Health(False, f"healthy, but not marked good: {exc}")
     if not on_trial:
         said = f"slot {slot} not healthy ({health.said}); kept"
         return Verdict(slot, False, True, said, abandoned)

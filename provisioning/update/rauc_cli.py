@@ -22,6 +22,9 @@ logger = logging.getLogger(__name__)
 
 INFO_TIMEOUT_S = 300  # the signature check reads the bundle's hash tree
 STATUS_TIMEOUT_S = 60
+# RAUC starts (D-Bus activation) and asks the boot backend a few times: seconds on a Pi,
+# over a minute on an emulated CPU that also runs the mirror
+MARK_TIMEOUT_S = 600
 INSTALL_TIMEOUT_S = 3600
 PROGRESS_LINE = re.compile(r"^\s*(\d{1,3})%\s+(.*\S)\s*$")
 NOISE = re.compile(r"^rauc-(?:Message|Debug|Info):\s*[\d:.]*:?\s*")
@@ -94,8 +97,11 @@ def mark(good: bool) -> None:
     """``rauc status mark-good`` / ``mark-bad`` for the booted slot."""
     verb = "mark-good" if good else "mark-bad"
     cmd = [rauc_path(), "status", verb, "booted"]
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=STATUS_TIMEOUT_S, check=False
-    )
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=MARK_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise UpdateError(f"rauc status {verb} did not end in {MARK_TIMEOUT_S} s") from exc
     if done.returncode != 0:
         raise UpdateError(f"rauc status {verb}: {_last_words(done.stderr)}")
