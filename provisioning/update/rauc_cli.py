@@ -21,7 +21,6 @@ from provisioning.image.rauc_files import COMPATIBLE, KEYRING
 logger = logging.getLogger(__name__)
 
 INFO_TIMEOUT_S = 300  # the signature check reads the bundle's hash tree
-STATUS_TIMEOUT_S = 60
 # RAUC starts (D-Bus activation) and asks the boot backend a few times: seconds on a Pi,
 # over a minute on an emulated CPU that also runs the mirror
 MARK_TIMEOUT_S = 600
